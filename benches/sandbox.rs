@@ -1,0 +1,79 @@
+//! Sandbox latencies against the floor of a raw `JsRuntime::new` + `execute_script`, measured in
+//! the same run (absolute times on shared machines are noisy; the ratios are the result).
+//!
+//! - `raw_runtime_floor`: deno_core alone, no glue, no limits.
+//! - `sandbox_cold_start`: a fresh sandboxed isolate (glue, limits, watchdog) + trivial program.
+//! - `sandbox_pooled_run`: a trivial program through the warm pool (refilled outside the timing).
+//! - `sandbox_back_to_back`: runs submitted back to back (steady-state throughput).
+
+use std::time::{Duration, Instant};
+
+use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use criterion::{Criterion, criterion_group, criterion_main};
+use deno_core::{JsRuntime, RuntimeOptions};
+
+const PROGRAM: &str = "return 1 + 1;";
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sandbox");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(5));
+
+    group.bench_function("raw_runtime_floor", |b| {
+        b.iter(|| {
+            let mut runtime = JsRuntime::new(RuntimeOptions::default());
+            runtime.execute_script("floor", "1 + 1").unwrap();
+        })
+    });
+
+    group.bench_function("sandbox_cold_start", |b| {
+        b.iter(|| {
+            let outcome = codemode::sandbox::run_cold_blocking(PROGRAM, &Limits::default());
+            assert!(outcome.is_ok());
+        })
+    });
+
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    group.bench_function("sandbox_pooled_run", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                // Refill outside the timed part: wait until the worker has its next isolate ready.
+                while sandbox.warm_workers() < 1 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                let started = Instant::now();
+                let outcome = host.block_on(sandbox.run(PROGRAM));
+                total += started.elapsed();
+                assert!(outcome.is_ok());
+            }
+            total
+        })
+    });
+
+    let pair = Sandbox::new(SandboxConfig {
+        workers: 2,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    group.bench_function("sandbox_back_to_back", |b| {
+        b.iter(|| {
+            let outcome = host.block_on(pair.run(PROGRAM));
+            assert!(outcome.is_ok());
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(sandbox_benches, benches);
+criterion_main!(sandbox_benches);

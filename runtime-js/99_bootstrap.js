@@ -1,0 +1,106 @@
+// Shapes the global object before any model code runs: the ECMAScript
+// built-ins plus exactly the globals of DESIGN.md §5; everything else
+// (`Deno`, deno_core's internals, `SharedArrayBuffer`, `WebAssembly`, ...) is
+// removed. `Atomics.wait` is removed as well: a blocked wait is beyond the
+// watchdog's reach. The script's completion value is a JSON report the host
+// reads once (captured ops, globals that could not be removed).
+"use strict";
+((internal) => {
+  const {
+    ArrayPrototypePush,
+    JSONStringify,
+    ObjectDefineProperty,
+    ObjectFreeze,
+    ObjectGetOwnPropertyNames,
+    ReflectDeleteProperty,
+  } = internal.primordials;
+
+  const ECMASCRIPT = [
+    "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN",
+    "parseFloat", "parseInt", "decodeURI", "decodeURIComponent", "encodeURI",
+    "encodeURIComponent", "escape", "unescape", "Object", "Function", "Array",
+    "Number", "Boolean", "String", "Symbol", "BigInt", "Math", "JSON", "Reflect",
+    "Proxy", "Promise", "Date", "RegExp", "Error", "AggregateError", "EvalError",
+    "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError",
+    "SuppressedError", "Map", "Set", "WeakMap", "WeakSet", "WeakRef", "ArrayBuffer",
+    "DataView", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array",
+    "Uint16Array", "Int32Array", "Uint32Array", "Float16Array", "Float32Array",
+    "Float64Array", "BigInt64Array", "BigUint64Array", "Atomics", "Iterator",
+    "Intl", "DisposableStack", "AsyncDisposableStack",
+  ];
+
+  const web = internal.web;
+  const timers = internal.timers;
+  const installed = {
+    __proto__: null,
+    console: internal.console,
+    setTimeout: timers.setTimeout,
+    clearTimeout: timers.clearTimeout,
+    setInterval: timers.setInterval,
+    clearInterval: timers.clearInterval,
+    queueMicrotask: timers.queueMicrotask,
+    structuredClone: web.structuredClone,
+    TextEncoder: web.TextEncoder,
+    TextDecoder: web.TextDecoder,
+    URL: web.URL,
+    URLSearchParams: web.URLSearchParams,
+    atob: web.atob,
+    btoa: web.btoa,
+    DOMException: web.DOMException,
+  };
+
+  // Unhandled rejections fail the run with their reason (like Node and Deno by
+  // default), through the same guarded path as every other failure.
+  internal.core.setUnhandledPromiseRejectionHandler((_promise, reason) => {
+    internal.fail(reason);
+    return true;
+  });
+
+  const keep = { __proto__: null };
+  for (let i = 0; i < ECMASCRIPT.length; i++) keep[ECMASCRIPT[i]] = true;
+  const undeletable = [];
+  const names = ObjectGetOwnPropertyNames(globalThis);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (keep[name] === true || name === "__codemodeInternal") continue;
+    if (!ReflectDeleteProperty(globalThis, name)) ArrayPrototypePush(undeletable, name);
+  }
+  if (typeof globalThis.Atomics === "object") {
+    ReflectDeleteProperty(globalThis.Atomics, "wait");
+    ReflectDeleteProperty(globalThis.Atomics, "waitAsync");
+  }
+
+  const names2 = [];
+  for (const name in installed) ArrayPrototypePush(names2, name);
+  for (let i = 0; i < names2.length; i++) {
+    ObjectDefineProperty(globalThis, names2[i], {
+      value: installed[names2[i]],
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+  }
+  ObjectDefineProperty(globalThis, "tools", {
+    value: internal.makeTools ? internal.makeTools() : ObjectFreeze({ __proto__: null }),
+    writable: false,
+    configurable: false,
+    enumerable: true,
+  });
+  ObjectDefineProperty(globalThis, "__codemodeEntry", {
+    value: internal.entry,
+    writable: false,
+    configurable: true,
+    enumerable: false,
+  });
+  globalThis.__codemodeReport = JSONStringify({
+    capturedOps: internal.capturedOps,
+    undeletable,
+  });
+  ReflectDeleteProperty(globalThis, "__codemodeInternal");
+})(globalThis.__codemodeInternal);
+// Completion value of the bootstrap script, read once by the host.
+(() => {
+  const report = globalThis.__codemodeReport;
+  delete globalThis.__codemodeReport;
+  return report;
+})();

@@ -1,0 +1,43 @@
+//! The `codemode` command line (DESIGN.md §8). Exit codes: 0 ok, 1 the run or operation failed,
+//! 2 usage or input error.
+
+mod run;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code when the run or operation failed.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code for usage and input errors.
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "codemode",
+    version,
+    about = "Run model-written TypeScript against a typed tools SDK in a sandboxed isolate",
+    after_help = "Exit codes: 0 ok, 1 the run failed, 2 usage or input error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Run(run::RunArgs),
+}
+
+/// Parse the arguments, run the command, and return the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run::run(args),
+    }
+}

@@ -1,0 +1,139 @@
+//! `codemode run FILE`: run a program in the sandbox and print its outcome.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::sandbox::{
+    Limits, MIB, RunError, RunOutcome, RunStatus, Sandbox, SandboxConfig, render, transpile,
+};
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64"
+)]
+pub struct RunArgs {
+    /// The program (TypeScript or JavaScript, the body of an async function); `-` reads stdin.
+    file: PathBuf,
+    /// Print the RunOutcome as JSON instead of the human rendering.
+    #[arg(long)]
+    json: bool,
+    /// Wall-clock deadline of the run, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Heap limit of the isolate, in MiB.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=16384))]
+    heap_mb: u64,
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    let limits = Limits::default()
+        .with_deadline(Duration::from_millis(args.timeout_ms))
+        .with_heap_bytes(args.heap_mb as usize * MIB);
+    let source = match read_program(&args.file, limits.program_bytes) {
+        Ok(source) => source,
+        Err(message) => {
+            eprintln!("codemode run: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    // A syntax error is an input error (exit 2), reported with the model's line and column.
+    if let Err(e) = transpile(&source) {
+        if args.json {
+            let mut error = RunError::new("SyntaxError", e.message.clone());
+            error.line = Some(e.line);
+            error.column = Some(e.column);
+            println!("{}", RunOutcome::failed(RunStatus::Error, error).to_json());
+        } else {
+            eprintln!(
+                "codemode run: {}: syntax error at line {}, column {}: {}",
+                args.file.display(),
+                e.line,
+                e.column,
+                e.message
+            );
+        }
+        return EXIT_USAGE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("codemode run: cannot start the async runtime: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let sandbox = Sandbox::new(SandboxConfig {
+            workers: 1,
+            limits: limits.clone(),
+            ..SandboxConfig::default()
+        })?;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        Ok::<_, crate::sandbox::SandboxStartError>(
+            sandbox.run_with(&source, limits.clone(), cancel).await,
+        )
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("codemode run: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    if args.json {
+        println!("{}", outcome.to_json());
+    } else {
+        print!("{}", render(&outcome, usize::MAX));
+    }
+    if outcome.is_ok() { 0 } else { EXIT_FAILED }
+}
+
+/// Read the program, with the input errors of the CLI contract: missing file, not UTF-8, too
+/// large, empty.
+fn read_program(path: &PathBuf, max_bytes: usize) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    let name = if path.as_os_str() == "-" {
+        std::io::stdin()
+            .take(max_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read the program from stdin: {e}"))?;
+        "stdin".to_string()
+    } else {
+        let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{}: no such file", path.display()),
+            _ => format!("{}: cannot open: {e}", path.display()),
+        })?;
+        file.take(max_bytes as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        path.display().to_string()
+    };
+    if bytes.len() > max_bytes {
+        return Err(format!(
+            "{name}: the program is larger than the limit of {max_bytes} bytes"
+        ));
+    }
+    let source = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{name}: the program is not valid UTF-8 (first bad byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if source.trim().is_empty() {
+        return Err(format!("{name}: the program is empty"));
+    }
+    Ok(source)
+}

@@ -1,0 +1,17 @@
+//! codemode: a runtime for Code Mode. A model writes a short TypeScript/JavaScript program
+//! against a typed `tools` SDK; the program runs in a sandboxed deno_core isolate, and only what
+//! it prints and returns comes back.
+//!
+//! The [`sandbox`] module runs programs with real limits (see its docs for an example).
+
+#[cfg(all(feature = "quickjs", feature = "v8"))]
+compile_error!(
+    "codemode: select exactly one engine. Features `quickjs` (default) and `v8` are both on; build with `--no-default-features --features v8` for V8."
+);
+#[cfg(not(any(feature = "quickjs", feature = "v8")))]
+compile_error!(
+    "codemode: select exactly one engine: enable feature `quickjs` (the default) or `v8` (e.g. `--no-default-features --features v8`)."
+);
+
+pub mod cli;
+pub mod sandbox;

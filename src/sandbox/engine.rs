@@ -1,0 +1,119 @@
+//! A pre-initialised isolate: deno_core runtime + our ops + the glue of `runtime-js/`, with the
+//! heap limit wired to the run's control. Building one is the cold-start cost the pool hides.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use deno_core::{JsRuntime, RuntimeOptions, v8};
+use serde::Deserialize;
+
+use super::ops;
+use super::watchdog::RunControl;
+
+/// The glue, loaded in order into every isolate before any model code (see runtime-js/).
+const GLUE: &[(&str, &str)] = &[
+    (
+        "codemode:glue/00_primordials.js",
+        include_str!("../../runtime-js/00_primordials.js"),
+    ),
+    (
+        "codemode:glue/01_values.js",
+        include_str!("../../runtime-js/01_values.js"),
+    ),
+    (
+        "codemode:glue/02_inspect.js",
+        include_str!("../../runtime-js/02_inspect.js"),
+    ),
+    (
+        "codemode:glue/03_console.js",
+        include_str!("../../runtime-js/03_console.js"),
+    ),
+    (
+        "codemode:glue/04_timers.js",
+        include_str!("../../runtime-js/04_timers.js"),
+    ),
+    (
+        "codemode:glue/05_web.js",
+        include_str!("../../runtime-js/05_web.js"),
+    ),
+    (
+        "codemode:glue/98_run.js",
+        include_str!("../../runtime-js/98_run.js"),
+    ),
+    (
+        "codemode:glue/99_bootstrap.js",
+        include_str!("../../runtime-js/99_bootstrap.js"),
+    ),
+];
+
+/// What the bootstrap reports about the isolate it prepared (checked by tests).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapReport {
+    /// The ops the glue captured: the reviewed allow-list, and nothing else.
+    pub captured_ops: Vec<String>,
+    /// Globals the bootstrap wanted to remove but could not (should be empty).
+    pub undeletable: Vec<String>,
+}
+
+pub(crate) struct Engine {
+    pub runtime: JsRuntime,
+    pub heap_bytes: usize,
+    pub report: BootstrapReport,
+    control_slot: Rc<RefCell<Option<Arc<RunControl>>>>,
+}
+
+/// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
+const UNWIND_HEADROOM: usize = 32 * 1024 * 1024;
+
+impl Engine {
+    pub(crate) fn new(heap_bytes: usize) -> Result<Engine, String> {
+        let params = v8::CreateParams::default().heap_limits(0, heap_bytes);
+        let mut runtime = JsRuntime::new(RuntimeOptions {
+            extensions: vec![ops::codemode_sandbox::init()],
+            create_params: Some(params),
+            ..RuntimeOptions::default()
+        });
+        let control_slot: Rc<RefCell<Option<Arc<RunControl>>>> = Rc::new(RefCell::new(None));
+        let slot = Rc::clone(&control_slot);
+        runtime.add_near_heap_limit_callback(move |current, _initial| {
+            if let Some(control) = slot.borrow().as_ref() {
+                control.heap_exhausted();
+            }
+            current + UNWIND_HEADROOM
+        });
+
+        let mut completion = None;
+        for (name, source) in GLUE {
+            let value = runtime
+                .execute_script(*name, *source)
+                .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
+            completion = Some(value);
+        }
+        let report_json = completion
+            .map(|value| {
+                deno_core::scope!(scope, &mut runtime);
+                let local = v8::Local::new(scope, value);
+                local.to_rust_string_lossy(scope)
+            })
+            .unwrap_or_default();
+        let report: BootstrapReport = serde_json::from_str(&report_json)
+            .map_err(|e| format!("sandbox bootstrap report unreadable ({e}): {report_json}"))?;
+        Ok(Engine {
+            runtime,
+            heap_bytes,
+            report,
+            control_slot,
+        })
+    }
+
+    /// Tie the heap-limit callback to the run about to start.
+    pub(crate) fn attach(&self, control: Arc<RunControl>) {
+        *self.control_slot.borrow_mut() = Some(control);
+    }
+
+    pub(crate) fn isolate_handle(&mut self) -> v8::IsolateHandle {
+        self.runtime.v8_isolate().thread_safe_handle()
+    }
+}

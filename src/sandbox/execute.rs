@@ -1,0 +1,227 @@
+//! One run on one engine: wrap the program into the async entry, drive the event loop until the
+//! program finishes, a limit fires or the run is cancelled, and build the `RunOutcome`.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::console::ConsoleBuffer;
+use super::engine::Engine;
+use super::limits::{Limits, MIB};
+use super::ops::RunState;
+use super::outcome::{OUTCOME_VERSION, RunError, RunOutcome, RunStats, RunStatus};
+use super::stack::{self, ProgramPositions};
+use super::transpile::Transpiled;
+use super::watchdog::{RunControl, StopReason, Watchdog};
+
+const PROGRAM_NAME: &str = "codemode:program";
+
+/// Execute `program` on a fresh `engine`; the caller discards it afterwards (one run per isolate).
+pub(crate) async fn execute(
+    engine: &mut Engine,
+    program: &Transpiled,
+    limits: &Limits,
+    watchdog: &Watchdog,
+    on_start: impl FnOnce(Arc<RunControl>),
+) -> RunOutcome {
+    let started = Instant::now();
+    {
+        let state = engine.runtime.op_state();
+        let mut state = state.borrow_mut();
+        let run = state.borrow_mut::<RunState>();
+        run.console = ConsoleBuffer::with_cap(limits.console_bytes);
+        run.finish = None;
+    }
+    let control = RunControl::new(engine.isolate_handle(), limits.deadline);
+    engine.attach(Arc::clone(&control));
+    watchdog.arm(Arc::clone(&control));
+    on_start(Arc::clone(&control));
+
+    // The prefix sits on its own line, so the program's line N is script line N + 1.
+    let script = format!(
+        "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {});",
+        program.js, limits.return_bytes
+    );
+    let loop_result = match engine.runtime.execute_script(PROGRAM_NAME, script) {
+        Err(error) => Err(error.exception_message.clone()),
+        Ok(_) => drive(engine, &control).await,
+    };
+    watchdog.disarm();
+
+    let run_state = std::mem::take(
+        engine
+            .runtime
+            .op_state()
+            .borrow_mut()
+            .borrow_mut::<RunState>(),
+    );
+    let logs = run_state.console.finish();
+    let mut outcome = RunOutcome {
+        version: OUTCOME_VERSION,
+        status: RunStatus::Ok,
+        value: None,
+        logs,
+        error: None,
+        contexts: Vec::new(),
+        stats: RunStats::default(),
+    };
+    let positions = ProgramPositions::new(program, PROGRAM_NAME);
+    if control
+        .out_of_memory
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        outcome.status = RunStatus::OutOfMemory;
+        outcome.error = Some(RunError::new(
+            "OutOfMemory",
+            format!(
+                "the program exceeded the heap limit of {} MiB",
+                limits.heap_bytes / MIB
+            ),
+        ));
+    } else if let Some(reason) = control.stop_reason() {
+        let (status, name, message) = match reason {
+            StopReason::Deadline => (
+                RunStatus::Timeout,
+                "Timeout",
+                format!("timeout after {} ms", limits.deadline.as_millis()),
+            ),
+            StopReason::Cancelled => (
+                RunStatus::Cancelled,
+                "Cancelled",
+                "the run was cancelled".to_string(),
+            ),
+        };
+        outcome.status = status;
+        outcome.error = Some(RunError::new(name, message));
+    } else if let Some(finish) = run_state.finish {
+        apply_finish(
+            &mut outcome,
+            &finish.report_json,
+            finish.value_json,
+            limits.return_bytes,
+            &positions,
+        );
+    } else {
+        outcome.status = RunStatus::Error;
+        outcome.error = Some(match loop_result {
+            Ok(()) => RunError::new(
+                "UnsettledPromise",
+                "the program awaited a promise that can never settle (nothing left to run and no pending timers or tool calls)",
+            ),
+            Err(message) => RunError::new("Error", message),
+        });
+    }
+    outcome.stats.wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    outcome
+}
+
+/// Poll the event loop until the program reported its end, the loop ran dry, or the watchdog
+/// (deadline, heap, cancellation) woke us.
+async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> {
+    let runtime = &mut engine.runtime;
+    let finished = |runtime: &mut deno_core::JsRuntime| {
+        runtime
+            .op_state()
+            .borrow()
+            .borrow::<RunState>()
+            .finish
+            .is_some()
+    };
+    let event_loop = poll_fn(|cx| {
+        if finished(runtime) {
+            return Poll::Ready(Ok(()));
+        }
+        let polled = runtime.poll_event_loop(cx, Default::default());
+        if finished(runtime) {
+            return Poll::Ready(Ok(()));
+        }
+        match polled {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error.to_string())),
+            Poll::Pending => Poll::Pending,
+        }
+    });
+    tokio::select! {
+        biased;
+        () = control.wake.notified() => Ok(()),
+        result = event_loop => result,
+    }
+}
+
+#[derive(Deserialize)]
+struct FinishJson {
+    status: RunStatus,
+    error: Option<ErrorJson>,
+}
+
+#[derive(Deserialize)]
+struct ErrorJson {
+    name: String,
+    message: String,
+    #[serde(default)]
+    stack: String,
+    code: Option<String>,
+    tool: Option<String>,
+    #[serde(rename = "detailsJson")]
+    details_json: Option<String>,
+}
+
+fn apply_finish(
+    outcome: &mut RunOutcome,
+    report_json: &str,
+    value_json: Option<String>,
+    return_bytes: usize,
+    positions: &ProgramPositions<'_>,
+) {
+    let report: FinishJson = match serde_json::from_str(report_json) {
+        Ok(report) => report,
+        Err(e) => {
+            outcome.status = RunStatus::Error;
+            outcome.error = Some(RunError::new(
+                "InternalError",
+                format!("unreadable run report: {e}"),
+            ));
+            return;
+        }
+    };
+    outcome.status = report.status;
+    if report.status == RunStatus::Ok {
+        if let Some(text) = value_json.as_ref().filter(|text| text.len() > return_bytes) {
+            outcome.status = RunStatus::LimitExceeded;
+            outcome.error = Some(RunError::new(
+                "LimitExceeded",
+                format!(
+                    "the return value is too large: {} bytes serialized; the limit is {return_bytes} bytes",
+                    text.len()
+                ),
+            ));
+            return;
+        }
+        outcome.value = value_json.and_then(|text| RawValue::from_string(text).ok());
+        return;
+    }
+    let Some(error) = report.error else {
+        outcome.error = Some(RunError::new(
+            "Error",
+            "the run failed without an error record",
+        ));
+        return;
+    };
+    let mut run_error = RunError::new(error.name, error.message);
+    if !error.stack.is_empty() {
+        let mapped = stack::rewrite(&error.stack, positions);
+        run_error.line = mapped.line;
+        run_error.column = mapped.column;
+        run_error.stack = Some(mapped.text);
+    }
+    run_error.code = error.code;
+    run_error.tool = error.tool;
+    run_error.details = error
+        .details_json
+        .and_then(|text| serde_json::from_str(&text).ok());
+    outcome.error = Some(run_error);
+}

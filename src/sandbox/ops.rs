@@ -1,0 +1,134 @@
+//! The ops the glue may call (the reviewed allow-list is `OP_ALLOW_LIST` in
+//! `runtime-js/00_primordials.js`, checked by a test). User code reaches none of them
+//! directly: the glue captures them before `Deno` is removed.
+
+use deno_core::{OpState, op2};
+
+use super::console::ConsoleBuffer;
+use super::outcome::LogLevel;
+
+/// The report of how the program ended, written once by `op_codemode_finish`.
+#[derive(Debug, Clone)]
+pub(crate) struct FinishReport {
+    pub report_json: String,
+    pub value_json: Option<String>,
+}
+
+/// Per-run state the ops write into; read by the host when the run ends.
+#[derive(Default)]
+pub(crate) struct RunState {
+    pub console: ConsoleBuffer,
+    pub finish: Option<FinishReport>,
+}
+
+#[op2(fast)]
+pub(crate) fn op_codemode_console(state: &mut OpState, #[smi] level: u32, #[string] text: &str) {
+    state
+        .borrow_mut::<RunState>()
+        .console
+        .push(LogLevel::from_code(level), text);
+}
+
+#[op2(fast)]
+pub(crate) fn op_codemode_finish(
+    state: &mut OpState,
+    #[string] report: String,
+    #[string] value: String,
+    has_value: bool,
+) {
+    let run = state.borrow_mut::<RunState>();
+    if run.finish.is_none() {
+        run.finish = Some(FinishReport {
+            report_json: report,
+            value_json: has_value.then_some(value),
+        });
+    }
+}
+
+/// Parse a URL with the WHATWG parser; "" when it is invalid.
+#[op2]
+#[string]
+pub(crate) fn op_codemode_url_parse(
+    #[string] href: &str,
+    #[string] base: &str,
+    has_base: bool,
+) -> String {
+    let parsed = if has_base {
+        url::Url::parse(base).and_then(|base| base.join(href))
+    } else {
+        url::Url::parse(href)
+    };
+    parsed.map(|url| url_parts(&url)).unwrap_or_default()
+}
+
+/// Apply one WHATWG URL setter; "" when the value cannot be applied.
+#[op2]
+#[string]
+pub(crate) fn op_codemode_url_set(
+    #[string] href: &str,
+    #[string] field: &str,
+    #[string] value: &str,
+) -> String {
+    use url::quirks;
+    let Ok(mut url) = url::Url::parse(href) else {
+        return String::new();
+    };
+    let applied = match field {
+        "href" => quirks::set_href(&mut url, value).is_ok(),
+        "protocol" => quirks::set_protocol(&mut url, value).is_ok(),
+        "username" => quirks::set_username(&mut url, value).is_ok(),
+        "password" => quirks::set_password(&mut url, value).is_ok(),
+        "host" => quirks::set_host(&mut url, value).is_ok(),
+        "hostname" => quirks::set_hostname(&mut url, value).is_ok(),
+        "port" => quirks::set_port(&mut url, value).is_ok(),
+        "pathname" => {
+            quirks::set_pathname(&mut url, value);
+            true
+        }
+        "search" => {
+            quirks::set_search(&mut url, value);
+            true
+        }
+        "hash" => {
+            quirks::set_hash(&mut url, value);
+            true
+        }
+        _ => false,
+    };
+    if applied {
+        url_parts(&url)
+    } else {
+        String::new()
+    }
+}
+
+fn url_parts(url: &url::Url) -> String {
+    use url::quirks;
+    serde_json::json!({
+        "href": quirks::href(url),
+        "origin": quirks::origin(url),
+        "protocol": quirks::protocol(url),
+        "username": quirks::username(url),
+        "password": quirks::password(url),
+        "host": quirks::host(url),
+        "hostname": quirks::hostname(url),
+        "port": quirks::port(url),
+        "pathname": quirks::pathname(url),
+        "search": quirks::search(url),
+        "hash": quirks::hash(url),
+    })
+    .to_string()
+}
+
+deno_core::extension!(
+    codemode_sandbox,
+    ops = [
+        op_codemode_console,
+        op_codemode_finish,
+        op_codemode_url_parse,
+        op_codemode_url_set,
+    ],
+    state = |state| {
+        state.put(RunState::default());
+    },
+);

@@ -1,0 +1,156 @@
+//! Worker threads and the warm pool. Runtimes are `!Send`, so each worker thread owns its
+//! isolate, a current-thread tokio runtime and a watchdog. After each run the worker builds the
+//! next isolate *before* it waits for work, so a fresh run skips the bootstrap cost.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use tokio::sync::oneshot;
+
+use super::engine::Engine;
+use super::execute::execute;
+use super::limits::Limits;
+use super::outcome::{RunError, RunOutcome, RunStatus};
+use super::transpile::Transpiled;
+use super::watchdog::{RunControl, Watchdog};
+
+pub(crate) struct Job {
+    pub program: Transpiled,
+    pub limits: Limits,
+    /// Receives the run's control as soon as the run starts (for cancellation from the caller).
+    pub started: oneshot::Sender<Arc<RunControl>>,
+    pub reply: oneshot::Sender<RunOutcome>,
+}
+
+pub(crate) struct Pool {
+    sender: Option<Sender<Job>>,
+    workers: Vec<JoinHandle<()>>,
+    /// Workers holding a pre-built isolate right now.
+    pub(crate) warm: Arc<AtomicUsize>,
+}
+
+impl Pool {
+    pub(crate) fn start(
+        workers: usize,
+        stack_bytes: usize,
+        warm_heap_bytes: usize,
+    ) -> std::io::Result<Pool> {
+        let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
+        let mut handles = Vec::with_capacity(workers);
+        let warm = Arc::new(AtomicUsize::new(0));
+        for id in 0..workers {
+            let receiver = receiver.clone();
+            let warm = Arc::clone(&warm);
+            let handle = std::thread::Builder::new()
+                .name(format!("codemode-sandbox-{id}"))
+                .stack_size(stack_bytes)
+                .spawn(move || worker_main(id, &receiver, warm_heap_bytes, &warm))?;
+            handles.push(handle);
+        }
+        Ok(Pool {
+            sender: Some(sender),
+            workers: handles,
+            warm,
+        })
+    }
+
+    /// Queue a job; `false` when the pool is shut down.
+    pub(crate) fn submit(&self, job: Job) -> bool {
+        self.sender.as_ref().is_some_and(|sender| sender.send(job).is_ok())
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Closing the channel ends every worker once its current run is over.
+        self.sender.take();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}
+
+fn worker_main(id: usize, jobs: &Receiver<Job>, warm_heap_bytes: usize, warm_count: &AtomicUsize) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail_all(jobs, &format!("cannot start the worker's event loop: {e}")),
+    };
+    let watchdog = match Watchdog::spawn(format!("codemode-watchdog-{id}")) {
+        Ok(watchdog) => watchdog,
+        Err(e) => return fail_all(jobs, &format!("cannot start the watchdog thread: {e}")),
+    };
+    let prepare = || {
+        let engine = Engine::new(warm_heap_bytes).ok();
+        if engine.is_some() {
+            warm_count.fetch_add(1, Ordering::SeqCst);
+        }
+        engine
+    };
+    let mut warm = prepare();
+    while let Ok(job) = jobs.recv() {
+        if warm.is_some() {
+            warm_count.fetch_sub(1, Ordering::SeqCst);
+        }
+        let Job {
+            program,
+            limits,
+            started,
+            reply,
+        } = job;
+        let engine = match warm.take() {
+            Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
+            _ => Engine::new(limits.heap_bytes),
+        };
+        let (outcome, used) = match engine {
+            Ok(mut engine) => {
+                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    runtime.block_on(execute(
+                        &mut engine,
+                        &program,
+                        &limits,
+                        &watchdog,
+                        move |control| {
+                            let _ = started.send(control);
+                        },
+                    ))
+                }))
+                .unwrap_or_else(|panic| {
+                    internal_error(&format!(
+                        "the sandbox worker panicked: {}",
+                        panic_message(&panic)
+                    ))
+                });
+                (outcome, Some(engine))
+            }
+            Err(message) => (internal_error(&message), None),
+        };
+        let _ = reply.send(outcome);
+        // Tear down the used isolate and prepare the next one while no caller is waiting.
+        drop(used);
+        warm = prepare();
+    }
+}
+
+fn fail_all(jobs: &Receiver<Job>, message: &str) {
+    while let Ok(job) = jobs.recv() {
+        let _ = job.reply.send(internal_error(message));
+    }
+}
+
+pub(crate) fn internal_error(message: &str) -> RunOutcome {
+    RunOutcome::failed(RunStatus::Error, RunError::new("InternalError", message))
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".to_string())
+}

@@ -1,0 +1,201 @@
+//! The wall-clock deadline. A tokio timer cannot stop `while (true) {}`: the thread running the
+//! isolate never yields. So each worker owns a watchdog thread that calls
+//! `terminate_execution` on the isolate when the deadline passes, and wakes the worker's event
+//! loop (which may be idle, awaiting a tool) through a `Notify`.
+//!
+//! The deadline can be paused (time awaiting an approver does not count, DESIGN.md §5).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use deno_core::v8;
+use tokio::sync::Notify;
+
+/// Why the watchdog ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    Deadline,
+    Cancelled,
+}
+
+/// Shared between the worker, its watchdog thread and anyone who may cancel or pause the run.
+pub(crate) struct RunControl {
+    handle: v8::IsolateHandle,
+    stopped: Mutex<Option<StopReason>>,
+    pub(crate) out_of_memory: AtomicBool,
+    pub(crate) wake: Notify,
+    timing: Mutex<Timing>,
+}
+
+struct Timing {
+    deadline: Instant,
+    paused_since: Option<Instant>,
+    pauses: u32,
+}
+
+impl RunControl {
+    pub(crate) fn new(handle: v8::IsolateHandle, deadline: Duration) -> Arc<RunControl> {
+        Arc::new(RunControl {
+            handle,
+            stopped: Mutex::new(None),
+            out_of_memory: AtomicBool::new(false),
+            wake: Notify::new(),
+            timing: Mutex::new(Timing {
+                deadline: Instant::now() + deadline,
+                paused_since: None,
+                pauses: 0,
+            }),
+        })
+    }
+
+    /// Stop the run: terminate the isolate and wake the event loop. The first reason wins.
+    pub(crate) fn stop(&self, reason: StopReason) {
+        {
+            let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+            if stopped.is_some() {
+                return;
+            }
+            *stopped = Some(reason);
+        }
+        self.handle.terminate_execution();
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Heap limit reached: terminate the isolate (the outcome says `out_of_memory`).
+    pub(crate) fn heap_exhausted(&self) {
+        self.out_of_memory.store(true, Ordering::SeqCst);
+        self.handle.terminate_execution();
+        self.wake.notify_one();
+    }
+
+    /// Stop counting time (nested: every `pause` needs a `resume`). Approvals of nested tool
+    /// calls use this: time awaiting an approver does not count against the deadline.
+    #[allow(dead_code)] // wired up by the tool bindings
+    pub fn pause(&self) {
+        let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
+        if timing.pauses == 0 {
+            timing.paused_since = Some(Instant::now());
+        }
+        timing.pauses += 1;
+    }
+
+    #[allow(dead_code)] // wired up by the tool bindings
+    pub fn resume(&self) {
+        let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
+        timing.pauses = timing.pauses.saturating_sub(1);
+        if timing.pauses == 0
+            && let Some(since) = timing.paused_since.take()
+        {
+            timing.deadline += since.elapsed();
+        }
+    }
+
+    /// How long until the deadline; `None` while paused.
+    fn remaining(&self) -> Option<Duration> {
+        let timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
+        if timing.pauses > 0 {
+            return None;
+        }
+        Some(timing.deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// One watchdog thread per worker; it watches at most one run at a time.
+pub(crate) struct Watchdog {
+    shared: Arc<(Mutex<Watched>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Watched {
+    run: Option<Arc<RunControl>>,
+    generation: u64,
+    shutdown: bool,
+}
+
+/// How often a paused deadline is looked at again (pauses are rare and short-lived).
+const PAUSE_POLL: Duration = Duration::from_millis(50);
+
+impl Watchdog {
+    pub(crate) fn spawn(name: String) -> std::io::Result<Watchdog> {
+        let shared = Arc::new((Mutex::new(Watched::default()), Condvar::new()));
+        let for_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .stack_size(256 * 1024)
+            .spawn(move || watch(&for_thread))?;
+        Ok(Watchdog {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Watch `run` until `disarm` (or until its deadline fires).
+    pub(crate) fn arm(&self, run: Arc<RunControl>) {
+        let (lock, cv) = &*self.shared;
+        let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
+        watched.run = Some(run);
+        watched.generation += 1;
+        cv.notify_one();
+    }
+
+    pub(crate) fn disarm(&self) {
+        let (lock, cv) = &*self.shared;
+        let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
+        watched.run = None;
+        watched.generation += 1;
+        cv.notify_one();
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        {
+            let (lock, cv) = &*self.shared;
+            let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
+            watched.shutdown = true;
+            cv.notify_one();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn watch(shared: &(Mutex<Watched>, Condvar)) {
+    let (lock, cv) = shared;
+    let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if watched.shutdown {
+            return;
+        }
+        let Some(run) = watched.run.clone() else {
+            watched = cv.wait(watched).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        match run.remaining() {
+            Some(left) if left.is_zero() => {
+                run.stop(StopReason::Deadline);
+                watched.run = None;
+            }
+            Some(left) => {
+                watched = cv
+                    .wait_timeout(watched, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            None => {
+                watched = cv
+                    .wait_timeout(watched, PAUSE_POLL)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+    }
+}

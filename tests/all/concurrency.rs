@@ -1,0 +1,78 @@
+//! Runs execute on worker threads; many concurrent runs from a multi-threaded host all complete.
+
+use std::time::Duration;
+
+use codemode::sandbox::{Limits, RunStatus, Sandbox, SandboxConfig};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::sandbox;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_concurrent_runs_complete() {
+    let mut handles = Vec::new();
+    for i in 0..40 {
+        handles.push(tokio::spawn(async move {
+            let outcome = sandbox()
+                .run(&format!("await new Promise((r) => setTimeout(r, 2)); globalThis.mine = {i}; return mine * 2;"))
+                .await;
+            (i, outcome)
+        }));
+    }
+    for handle in handles {
+        let (i, outcome) = handle.await.unwrap();
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!(i * 2)),
+            "{}",
+            outcome.to_json()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_stops_it() {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        trigger.cancel();
+    });
+    let outcome = sandbox()
+        .run_with("while (true) {}", Limits::default(), cancel)
+        .await;
+    assert_eq!(
+        outcome.status,
+        RunStatus::Cancelled,
+        "{}",
+        outcome.to_json()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_run_frees_its_worker() {
+    let pool = Sandbox::new(SandboxConfig {
+        workers: 1,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let hung = pool.run("while (true) {}");
+    let _ = tokio::time::timeout(Duration::from_millis(200), hung).await;
+    // With one worker, this only completes if dropping the first run stopped it.
+    let outcome = tokio::time::timeout(Duration::from_secs(20), pool.run("return 'next'"))
+        .await
+        .expect("worker freed");
+    assert_eq!(outcome.value_json(), Some(json!("next")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_with_their_own_heap_limit_work() {
+    let limits = Limits {
+        heap_bytes: 32 * codemode::sandbox::MIB,
+        ..Limits::default()
+    };
+    let outcome = sandbox()
+        .run_with("return 'small heap'", limits, CancellationToken::new())
+        .await;
+    assert_eq!(outcome.value_json(), Some(json!("small heap")));
+}

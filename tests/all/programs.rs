@@ -1,0 +1,156 @@
+//! Programs as models write them: async bodies, TypeScript, console output.
+
+use codemode::sandbox::{LogLevel, RunStatus};
+use serde_json::json;
+
+use crate::common::{logs, run, value};
+
+#[tokio::test]
+async fn return_and_top_level_await_work() {
+    let outcome = run("const x = await Promise.resolve(20);\nreturn { answer: x + 22 };").await;
+    assert_eq!(value(&outcome), json!({"answer": 42}));
+}
+
+#[tokio::test]
+async fn program_without_return_has_no_value() {
+    let outcome = run("console.log('only output');").await;
+    assert_eq!(outcome.status, RunStatus::Ok);
+    assert!(outcome.value.is_none());
+    let json: serde_json::Value = serde_json::from_str(&outcome.to_json()).unwrap();
+    assert!(
+        json.get("value").is_none(),
+        "undefined return must be absent"
+    );
+}
+
+#[tokio::test]
+async fn typescript_as_models_write_it_runs() {
+    let source = r#"
+        enum Color { Red = "red", Green = "green" }
+        namespace Geometry { export const area = (w: number, h: number): number => w * h; }
+        class Point { constructor(public x: number, private readonly y: number) {} sum() { return this.x + this.y; } }
+        interface Named { name: string }
+        type Pair<T> = [T, T];
+        import type { Nothing } from "nowhere";
+        function first<T>(pair: Pair<T>): T { return pair[0]; }
+        const named = { name: "n" } satisfies Named;
+        const n = (7 as unknown) as number;
+        return [Color.Green, Geometry.area(2, 3), new Point(1, 2).sum(), first<string>(["a", "b"]), named.name, n];
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!(["green", 6, 3, "a", "n", 7])
+    );
+}
+
+#[tokio::test]
+async fn console_levels_are_kept() {
+    let outcome = run("console.log('l'); console.info('i'); console.warn('w'); console.error('e'); console.debug('d');").await;
+    let levels: Vec<LogLevel> = outcome.logs.iter().map(|l| l.level).collect();
+    assert_eq!(
+        levels,
+        vec![
+            LogLevel::Log,
+            LogLevel::Info,
+            LogLevel::Warn,
+            LogLevel::Error,
+            LogLevel::Debug
+        ]
+    );
+    assert_eq!(logs(&outcome), vec!["l", "i", "w", "e", "d"]);
+}
+
+#[tokio::test]
+async fn console_formats_like_node_in_compact_form() {
+    let outcome = run(r#"
+        console.log({ a: 1, b: [1, 2] });
+        console.log("str", 1, "x", null, undefined, true, 10n);
+        const o = { name: "o" }; o.self = o; console.log(o);
+        console.log({ get g() { throw new Error("no"); } });
+        console.log([1, "two", { three: 3 }]);
+        console.log(new Map([["k", 1]]), new Set([1]));
+        console.log("%s is %d years", "Bob", 42);
+        console.dir("quoted");
+        console.log(function named() {}, class K {});
+        console.log({ nested: { deeper: { deepest: { gone: 1 } } } });
+    "#)
+    .await;
+    assert_eq!(
+        logs(&outcome),
+        vec![
+            "{ a: 1, b: [ 1, 2 ] }",
+            "str 1 x null undefined true 10n",
+            "<ref *1> { name: 'o', self: [Circular *1] }",
+            "{ g: [Getter] }",
+            "[ 1, 'two', { three: 3 } ]",
+            "Map(1) { 'k' => 1 } Set(1) { 1 }",
+            "Bob is 42 years",
+            "'quoted'",
+            "[Function: named] [class K]",
+            "{ nested: { deeper: { deepest: [Object] } } }",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn console_table_renders_a_table() {
+    let outcome = run("console.table([{ a: 1, b: 'x' }, { a: 2 }]);").await;
+    let text = &logs(&outcome)[0];
+    assert!(text.contains("(index)") && text.contains("│ a"), "{text}");
+    assert!(text.contains("'x'"), "{text}");
+}
+
+#[tokio::test]
+async fn timers_and_microtasks_run() {
+    let source = r#"
+        const order = [];
+        queueMicrotask(() => order.push("micro"));
+        await new Promise((resolve) => setTimeout(() => { order.push("timeout"); resolve(); }, 5));
+        let ticks = 0;
+        await new Promise((resolve) => { const id = setInterval(() => { if (++ticks === 3) { clearInterval(id); resolve(); } }, 1); });
+        const cancelled = setTimeout(() => order.push("never"), 1); clearTimeout(cancelled);
+        await new Promise((r) => setTimeout(r, 5));
+        return { order, ticks };
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!({"order": ["micro", "timeout"], "ticks": 3})
+    );
+}
+
+#[tokio::test]
+async fn web_globals_work() {
+    let source = r#"
+        const bytes = new TextEncoder().encode("héllo");
+        const text = new TextDecoder().decode(bytes);
+        const url = new URL("/a/b?x=1&y=two#frag", "https://example.com:8080");
+        url.searchParams.append("z", "3 4");
+        const params = new URLSearchParams({ q: "a+b", n: "1" });
+        const clone = structuredClone({ d: new Date(0), m: new Map([[1, 2]]), nested: [1, { x: 2 }] });
+        return {
+            len: bytes.length, text,
+            href: url.href, host: url.host, path: url.pathname, x: url.searchParams.get("x"),
+            params: params.toString(),
+            b64: btoa("hi there"), back: atob(btoa("hi there")),
+            cloneOk: clone.d instanceof Date && clone.m.get(1) === 2 && clone.nested[1].x === 2,
+        };
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!({
+            "len": 6, "text": "héllo",
+            "href": "https://example.com:8080/a/b?x=1&y=two&z=3+4#frag", "host": "example.com:8080",
+            "path": "/a/b", "x": "1",
+            "params": "q=a%2Bb&n=1",
+            "b64": "aGkgdGhlcmU=", "back": "hi there",
+            "cloneOk": true,
+        })
+    );
+}
+
+#[tokio::test]
+async fn invalid_url_throws_type_error() {
+    let outcome =
+        run("try { new URL('not a url'); } catch (e) { return e.name + ': ' + e.message; }").await;
+    assert_eq!(value(&outcome), json!("TypeError: Invalid URL: not a url"));
+}
