@@ -15,3 +15,4 @@ compile_error!(
 
 pub mod cli;
 pub mod sandbox;
+pub mod sdk;

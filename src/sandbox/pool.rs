@@ -59,7 +59,9 @@ impl Pool {
 
     /// Queue a job; `false` when the pool is shut down.
     pub(crate) fn submit(&self, job: Job) -> bool {
-        self.sender.as_ref().is_some_and(|sender| sender.send(job).is_ok())
+        self.sender
+            .as_ref()
+            .is_some_and(|sender| sender.send(job).is_ok())
     }
 }
 

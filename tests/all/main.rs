@@ -8,3 +8,4 @@ mod errors_and_values;
 mod isolation;
 mod limits;
 mod programs;
+mod sdk;
