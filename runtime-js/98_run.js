@@ -8,6 +8,7 @@
   const {
     ErrorPrototype,
     JSONStringify,
+    ObjectDefineProperty,
     ObjectGetPrototypeOf,
     PromisePrototypeThen,
     ReflectDeleteProperty,
@@ -99,9 +100,15 @@
   }
 
   // Called exactly once, by the program script, before any model code runs.
-  internal.entry = function codemodeEntry(userFunction, returnBytes) {
+  internal.entry = function codemodeEntry(userFunction, returnBytes, toolPaths) {
     ReflectDeleteProperty(globalThis, "__codemodeEntry");
     returnLimit = returnBytes;
+    ObjectDefineProperty(globalThis, "tools", {
+      value: internal.makeTools(toolPaths),
+      writable: false,
+      configurable: false,
+      enumerable: false,
+    });
     let promise;
     try {
       promise = userFunction();

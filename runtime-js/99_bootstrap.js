@@ -10,7 +10,6 @@
     ArrayPrototypePush,
     JSONStringify,
     ObjectDefineProperty,
-    ObjectFreeze,
     ObjectGetOwnPropertyNames,
     ReflectDeleteProperty,
   } = internal.primordials;
@@ -47,6 +46,7 @@
     atob: web.atob,
     btoa: web.btoa,
     DOMException: web.DOMException,
+    ToolError: internal.ToolError,
   };
 
   // Unhandled rejections fail the run with their reason (like Node and Deno by
@@ -80,12 +80,7 @@
       enumerable: false,
     });
   }
-  ObjectDefineProperty(globalThis, "tools", {
-    value: internal.makeTools ? internal.makeTools() : ObjectFreeze({ __proto__: null }),
-    writable: false,
-    configurable: false,
-    enumerable: true,
-  });
+  // `tools` is defined per run by the entry (98_run.js), from the run's catalog.
   ObjectDefineProperty(globalThis, "__codemodeEntry", {
     value: internal.entry,
     writable: false,

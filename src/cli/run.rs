@@ -8,7 +8,8 @@ use clap::Args;
 
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::sandbox::{
-    Limits, MIB, RunError, RunOutcome, RunStatus, Sandbox, SandboxConfig, render, transpile,
+    Limits, MIB, RunError, RunOptions, RunOutcome, RunStatus, Sandbox, SandboxConfig, render,
+    transpile,
 };
 
 #[derive(Args)]
@@ -83,7 +84,9 @@ pub fn run(args: RunArgs) -> i32 {
             }
         });
         Ok::<_, crate::sandbox::SandboxStartError>(
-            sandbox.run_with(&source, limits.clone(), cancel).await,
+            sandbox
+                .run_with(&source, RunOptions::new(limits.clone()).with_cancel(cancel))
+                .await,
         )
     });
     let outcome = match outcome {

@@ -38,6 +38,10 @@ const GLUE: &[(&str, &str)] = &[
         include_str!("../../runtime-js/05_web.js"),
     ),
     (
+        "codemode:glue/06_tools.js",
+        include_str!("../../runtime-js/06_tools.js"),
+    ),
+    (
         "codemode:glue/98_run.js",
         include_str!("../../runtime-js/98_run.js"),
     ),

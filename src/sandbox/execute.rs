@@ -11,10 +11,13 @@ use serde_json::value::RawValue;
 
 use super::console::ConsoleBuffer;
 use super::engine::Engine;
+use super::host::ToolHost;
 use super::limits::{Limits, MIB};
 use super::ops::RunState;
 use super::outcome::{OUTCOME_VERSION, RunError, RunOutcome, RunStats, RunStatus};
+use super::render::render;
 use super::stack::{self, ProgramPositions};
+use super::tool_ops::ToolRun;
 use super::transpile::Transpiled;
 use super::watchdog::{RunControl, StopReason, Watchdog};
 
@@ -25,25 +28,33 @@ pub(crate) async fn execute(
     engine: &mut Engine,
     program: &Transpiled,
     limits: &Limits,
+    tools: Option<(Arc<dyn ToolHost>, String)>,
     watchdog: &Watchdog,
     on_start: impl FnOnce(Arc<RunControl>),
 ) -> RunOutcome {
     let started = Instant::now();
+    let control = RunControl::new(engine.isolate_handle(), limits.deadline);
+    let paths = tools
+        .as_ref()
+        .map(|(host, _)| host.paths())
+        .unwrap_or_default();
     {
         let state = engine.runtime.op_state();
         let mut state = state.borrow_mut();
         let run = state.borrow_mut::<RunState>();
         run.console = ConsoleBuffer::with_cap(limits.console_bytes);
         run.finish = None;
+        run.tools =
+            tools.map(|(host, run_id)| ToolRun::new(host, run_id, Arc::clone(&control), limits));
     }
-    let control = RunControl::new(engine.isolate_handle(), limits.deadline);
     engine.attach(Arc::clone(&control));
     watchdog.arm(Arc::clone(&control));
     on_start(Arc::clone(&control));
 
     // The prefix sits on its own line, so the program's line N is script line N + 1.
+    let catalog = serde_json::to_string(&paths).expect("paths serialise");
     let script = format!(
-        "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {});",
+        "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {}, {catalog});",
         program.js, limits.return_bytes
     );
     let loop_result = match engine.runtime.execute_script(PROGRAM_NAME, script) {
@@ -60,14 +71,25 @@ pub(crate) async fn execute(
             .borrow_mut::<RunState>(),
     );
     let logs = run_state.console.finish();
+    let mut stats = RunStats::default();
+    let mut contexts = Vec::new();
+    if let Some(tools) = run_state.tools {
+        // Calls still in flight are cancelled: the host sees the token, the program never resumes.
+        tools.cancel.cancel();
+        stats.tool_calls = tools.issued;
+        stats.calls_by_tool = tools.calls_by_tool;
+        stats.cancelled_calls = tools.active;
+        stats.bytes_kept_in_sandbox = tools.bytes_kept;
+        contexts = tools.contexts;
+    }
     let mut outcome = RunOutcome {
         version: OUTCOME_VERSION,
         status: RunStatus::Ok,
         value: None,
         logs,
         error: None,
-        contexts: Vec::new(),
-        stats: RunStats::default(),
+        contexts,
+        stats,
     };
     let positions = ProgramPositions::new(program, PROGRAM_NAME);
     if control
@@ -116,6 +138,7 @@ pub(crate) async fn execute(
         });
     }
     outcome.stats.wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    outcome.stats.bytes_returned = render(&outcome, limits.output_bytes).len() as u64;
     outcome
 }
 

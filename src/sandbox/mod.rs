@@ -23,12 +23,14 @@
 mod console;
 mod engine;
 mod execute;
+mod host;
 mod limits;
 mod ops;
 mod outcome;
 mod pool;
 mod render;
 mod stack;
+mod tool_ops;
 mod transpile;
 mod watchdog;
 
@@ -38,6 +40,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 pub use engine::BootstrapReport;
+pub use host::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
 pub use limits::{Limits, MIB};
 pub use outcome::{
     ContextEntry, LogEntry, LogLevel, OUTCOME_VERSION, RunError, RunOutcome, RunStats, RunStatus,
@@ -71,6 +74,49 @@ impl Default for SandboxConfig {
     }
 }
 
+/// Per-run options of [`Sandbox::run_with`].
+#[derive(Clone)]
+pub struct RunOptions {
+    pub limits: Limits,
+    /// Cancelling it stops the run (status `cancelled`).
+    pub cancel: CancellationToken,
+    /// The tools the program may call (`None`: `tools` is empty).
+    pub tools: Option<Arc<dyn ToolHost>>,
+    /// Run id for caller provenance (`code_mode{run_id, seq}`); generated when absent.
+    pub run_id: Option<String>,
+}
+
+impl RunOptions {
+    pub fn new(limits: Limits) -> RunOptions {
+        RunOptions {
+            limits,
+            cancel: CancellationToken::new(),
+            tools: None,
+            run_id: None,
+        }
+    }
+
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn with_tools(mut self, tools: Arc<dyn ToolHost>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    pub fn with_run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+}
+
+/// A fresh run id: `r_` and 32 hex digits.
+pub fn new_run_id() -> String {
+    format!("r_{}", uuid::Uuid::new_v4().simple())
+}
+
 /// A pool of sandboxed isolates. Cheap to clone; `Send + Sync`; every run is independent.
 #[derive(Clone)]
 pub struct Sandbox {
@@ -101,52 +147,51 @@ impl Sandbox {
         &self.limits
     }
 
-    /// Run a program with the sandbox's default limits.
+    /// Run a program with the sandbox's default limits and no tools.
     pub async fn run(&self, source: &str) -> RunOutcome {
-        self.run_with(source, self.limits.clone(), CancellationToken::new())
+        self.run_with(source, RunOptions::new(self.limits.clone()))
             .await
     }
 
-    /// Run a program with explicit limits and a cancellation token.
-    pub async fn run_with(
-        &self,
-        source: &str,
-        limits: Limits,
-        cancel: CancellationToken,
-    ) -> RunOutcome {
+    /// Run a program with explicit limits, cancellation and tools.
+    pub async fn run_with(&self, source: &str, options: RunOptions) -> RunOutcome {
+        let RunOptions {
+            limits,
+            cancel,
+            tools,
+            run_id,
+        } = options;
         let program = match prepare(source, &limits) {
             Ok(program) => program,
             Err(outcome) => return *outcome,
         };
-        let (started_tx, started_rx) = oneshot::channel();
+        let tools = tools.map(|host| (host, run_id.unwrap_or_else(new_run_id)));
+        let link = Arc::new(RunLink::default());
         let (reply_tx, reply_rx) = oneshot::channel();
         let job = pool::Job {
             program,
             limits,
-            started: started_tx,
+            tools,
+            link: Arc::clone(&link),
             reply: reply_tx,
         };
         if !self.pool.submit(job) {
             return pool::internal_error("the sandbox is shut down");
         }
-        // If this future is dropped mid-run, the guard stops the isolate.
-        let mut stop_on_drop = StopOnDrop { control: None };
+        // Dropping this future (or cancelling) stops the run, even if it has not started yet.
+        let mut abandon_on_drop = AbandonOnDrop(Some(Arc::clone(&link)));
         let mut reply_rx = reply_rx;
-        let lost = || pool::internal_error("the sandbox worker stopped before the run ended");
-        // A run cancelled while queued is stopped the moment it starts.
-        let Ok(control) = started_rx.await else {
-            return reply_rx.await.unwrap_or_else(|_| lost());
-        };
-        stop_on_drop.control = Some(Arc::clone(&control));
         let outcome = tokio::select! {
             outcome = &mut reply_rx => outcome,
             () = cancel.cancelled() => {
-                control.stop(StopReason::Cancelled);
+                link.abandon();
                 (&mut reply_rx).await
             }
         };
-        stop_on_drop.control = None;
-        outcome.unwrap_or_else(|_| lost())
+        abandon_on_drop.0 = None;
+        outcome.unwrap_or_else(|_| {
+            pool::internal_error("the sandbox worker stopped before the run ended")
+        })
     }
 
     /// Workers that hold a pre-built isolate right now (for benchmarks and health checks).
@@ -191,20 +236,44 @@ pub fn run_cold_blocking(source: &str, limits: &Limits) -> RunOutcome {
             &mut engine,
             &program,
             limits,
+            None,
             watchdog,
             |_| {},
         ))
     })
 }
 
-struct StopOnDrop {
-    control: Option<Arc<RunControl>>,
+/// Connects a caller to its run: whoever comes second (the run starting, or the caller
+/// abandoning it) stops the run, so a run abandoned while queued is stopped as it starts.
+#[derive(Default)]
+pub(crate) struct RunLink {
+    state: std::sync::Mutex<(bool, Option<Arc<RunControl>>)>,
 }
 
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        if let Some(control) = self.control.take() {
+impl RunLink {
+    pub(crate) fn started(&self, control: Arc<RunControl>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0 {
             control.stop(StopReason::Cancelled);
+        }
+        state.1 = Some(control);
+    }
+
+    fn abandon(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 = true;
+        if let Some(control) = state.1.take() {
+            control.stop(StopReason::Cancelled);
+        }
+    }
+}
+
+struct AbandonOnDrop(Option<Arc<RunLink>>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        if let Some(link) = self.0.take() {
+            link.abandon();
         }
     }
 }

@@ -6,6 +6,7 @@ use deno_core::{OpState, op2};
 
 use super::console::ConsoleBuffer;
 use super::outcome::LogLevel;
+use super::tool_ops::{ToolRun, op_codemode_tool_call};
 
 /// The report of how the program ended, written once by `op_codemode_finish`.
 #[derive(Debug, Clone)]
@@ -19,6 +20,8 @@ pub(crate) struct FinishReport {
 pub(crate) struct RunState {
     pub console: ConsoleBuffer,
     pub finish: Option<FinishReport>,
+    /// Present when the run has a tool host.
+    pub tools: Option<ToolRun>,
 }
 
 #[op2(fast)]
@@ -125,6 +128,7 @@ deno_core::extension!(
     ops = [
         op_codemode_console,
         op_codemode_finish,
+        op_codemode_tool_call,
         op_codemode_url_parse,
         op_codemode_url_set,
     ],

@@ -10,18 +10,21 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::oneshot;
 
+use super::RunLink;
 use super::engine::Engine;
 use super::execute::execute;
+use super::host::ToolHost;
 use super::limits::Limits;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::transpile::Transpiled;
-use super::watchdog::{RunControl, Watchdog};
+use super::watchdog::Watchdog;
 
 pub(crate) struct Job {
     pub program: Transpiled,
     pub limits: Limits,
+    pub tools: Option<(Arc<dyn ToolHost>, String)>,
     /// Receives the run's control as soon as the run starts (for cancellation from the caller).
-    pub started: oneshot::Sender<Arc<RunControl>>,
+    pub link: Arc<RunLink>,
     pub reply: oneshot::Sender<RunOutcome>,
 }
 
@@ -102,7 +105,8 @@ fn worker_main(id: usize, jobs: &Receiver<Job>, warm_heap_bytes: usize, warm_cou
         let Job {
             program,
             limits,
-            started,
+            tools,
+            link,
             reply,
         } = job;
         let engine = match warm.take() {
@@ -116,9 +120,10 @@ fn worker_main(id: usize, jobs: &Receiver<Job>, warm_heap_bytes: usize, warm_cou
                         &mut engine,
                         &program,
                         &limits,
+                        tools,
                         &watchdog,
                         move |control| {
-                            let _ = started.send(control);
+                            link.started(control);
                         },
                     ))
                 }))

@@ -1,7 +1,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use codemode::sandbox::{Limits, RunOutcome, Sandbox, SandboxConfig};
+use codemode::sandbox::{Limits, RunOptions, RunOutcome, Sandbox, SandboxConfig};
 
 /// One sandbox pool shared by every test (its workers outlive each test's tokio runtime).
 pub fn sandbox() -> &'static Sandbox {
@@ -20,7 +20,7 @@ pub async fn run(source: &str) -> RunOutcome {
 }
 
 pub async fn run_limited(source: &str, limits: Limits) -> RunOutcome {
-    sandbox().run_with(source, limits, Default::default()).await
+    sandbox().run_with(source, RunOptions::new(limits)).await
 }
 
 /// Limits with a short deadline, for tests that expect to be stopped.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use codemode::sandbox::{Limits, RunStatus, Sandbox, SandboxConfig};
+use codemode::sandbox::{Limits, RunOptions, RunStatus, Sandbox, SandboxConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,10 @@ async fn cancelling_a_run_stops_it() {
         trigger.cancel();
     });
     let outcome = sandbox()
-        .run_with("while (true) {}", Limits::default(), cancel)
+        .run_with(
+            "while (true) {}",
+            RunOptions::new(Limits::default()).with_cancel(cancel),
+        )
         .await;
     assert_eq!(
         outcome.status,
@@ -72,7 +75,7 @@ async fn runs_with_their_own_heap_limit_work() {
         ..Limits::default()
     };
     let outcome = sandbox()
-        .run_with("return 'small heap'", limits, CancellationToken::new())
+        .run_with("return 'small heap'", RunOptions::new(limits))
         .await;
     assert_eq!(outcome.value_json(), Some(json!("small heap")));
 }

@@ -38,6 +38,7 @@ async fn globals_are_exactly_the_documented_ones() {
         "atob",
         "btoa",
         "DOMException",
+        "ToolError",
     ];
     let ecmascript = [
         "globalThis",
@@ -169,6 +170,7 @@ fn glue_captures_exactly_the_reviewed_ops() {
         vec![
             "op_codemode_console",
             "op_codemode_finish",
+            "op_codemode_tool_call",
             "op_codemode_url_parse",
             "op_codemode_url_set"
         ]

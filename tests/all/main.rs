@@ -9,3 +9,4 @@ mod isolation;
 mod limits;
 mod programs;
 mod sdk;
+mod tool_bindings;

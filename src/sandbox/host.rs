@@ -1,0 +1,78 @@
+//! The boundary between a run and the tools it may call. The sandbox knows nothing about the
+//! pipeline: Code Mode implements [`ToolHost`] over it, and every `tools.x(args)` of a program
+//! becomes one [`ToolHost::call`].
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::watchdog::RunControl;
+
+/// What a run's program may call.
+pub trait ToolHost: Send + Sync + 'static {
+    /// The sandbox paths visible to programs: `grep`, `memory.search_nodes`, ...
+    fn paths(&self) -> Vec<String>;
+
+    /// Execute one call. The future runs on the sandbox worker; implementations that need their
+    /// own runtime (the pipeline) spawn onto it and await the handle.
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse>;
+}
+
+/// One call issued by a program.
+pub struct ToolRequest {
+    /// The sandbox path the program used (may name no tool: the host answers `UNKNOWN_TOOL`).
+    pub path: String,
+    /// The arguments after the value mapping of DESIGN.md §5.
+    pub args: Value,
+    /// Run id and 1-based sequence number of this call within the run (caller provenance).
+    pub run_id: String,
+    pub seq: u64,
+    /// Cancelled when the run ends while the call is in flight.
+    pub cancel: CancellationToken,
+    /// Pauses the run's deadline while the call awaits an approver.
+    pub deadline: DeadlinePause,
+}
+
+/// How a call ended, as the program will see it.
+pub enum ToolResponse {
+    Ok {
+        value: Value,
+        /// Context attachments (`{kind, text}`) of post-execute hooks.
+        contexts: Vec<(String, String)>,
+    },
+    Err(ToolFailure),
+}
+
+/// A failed call; becomes a rejected promise with a `ToolError` in the program.
+#[derive(Debug, Clone)]
+pub struct ToolFailure {
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+}
+
+impl ToolFailure {
+    pub fn new(code: impl Into<String>, message: impl Into<String>, details: Value) -> ToolFailure {
+        ToolFailure {
+            code: code.into(),
+            message: message.into(),
+            details,
+        }
+    }
+}
+
+/// A handle that stops and restarts the run's deadline clock (nested pauses are counted).
+#[derive(Clone)]
+pub struct DeadlinePause(pub(crate) Arc<RunControl>);
+
+impl DeadlinePause {
+    pub fn pause(&self) {
+        self.0.pause();
+    }
+
+    pub fn resume(&self) {
+        self.0.resume();
+    }
+}

@@ -1,0 +1,241 @@
+//! `op_codemode_tool_call`: every `tools.x(args)` of a program crosses into Rust here.
+//!
+//! Per-run rules of DESIGN.md §5 live here: the tool-call cap (run-ending), the in-flight cap
+//! (back-pressure: a semaphore, so further calls queue), the per-call argument and result byte
+//! caps (`LIMIT_EXCEEDED`, catchable), and "a call issued after the run ended never executes".
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use deno_core::{OpState, op2};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::host::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
+use super::limits::Limits;
+use super::ops::{FinishReport, RunState};
+use super::outcome::ContextEntry;
+use super::watchdog::RunControl;
+
+/// The tool side of one run.
+pub(crate) struct ToolRun {
+    pub host: Arc<dyn ToolHost>,
+    pub run_id: String,
+    pub control: Arc<RunControl>,
+    /// Cancelled when the run ends: in-flight calls see it and stop.
+    pub cancel: CancellationToken,
+    pub in_flight: Arc<Semaphore>,
+    pub max_calls: u64,
+    pub arg_bytes: usize,
+    pub result_bytes: usize,
+    pub issued: u64,
+    pub active: u64,
+    pub calls_by_tool: BTreeMap<String, u64>,
+    pub bytes_kept: u64,
+    pub contexts: Vec<ContextEntry>,
+}
+
+impl ToolRun {
+    pub(crate) fn new(
+        host: Arc<dyn ToolHost>,
+        run_id: String,
+        control: Arc<RunControl>,
+        limits: &Limits,
+    ) -> ToolRun {
+        ToolRun {
+            host,
+            run_id,
+            control,
+            cancel: CancellationToken::new(),
+            in_flight: Arc::new(Semaphore::new(limits.in_flight_calls.max(1))),
+            max_calls: limits.tool_calls,
+            arg_bytes: limits.call_arg_bytes,
+            result_bytes: limits.call_result_bytes,
+            issued: 0,
+            active: 0,
+            calls_by_tool: BTreeMap::new(),
+            bytes_kept: 0,
+            contexts: Vec::new(),
+        }
+    }
+}
+
+fn failure_json(path: &str, failure: &ToolFailure) -> String {
+    json!({"ok": false, "code": failure.code, "message": failure.message, "tool": path, "details": failure.details})
+        .to_string()
+}
+
+/// What to do with a call, decided synchronously when it is issued.
+enum Admission {
+    Reject(String),
+    Run {
+        request: ToolRequest,
+        host: Arc<dyn ToolHost>,
+        permits: Arc<Semaphore>,
+        result_bytes: usize,
+    },
+}
+
+fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Admission {
+    let run = state.borrow_mut::<RunState>();
+    if run.finish.is_some() {
+        let failure = ToolFailure::new(
+            "CANCELLED",
+            "the run has ended; this call was not executed",
+            json!({}),
+        );
+        return Admission::Reject(failure_json(&path, &failure));
+    }
+    let Some(tools) = run.tools.as_mut() else {
+        let failure = ToolFailure::new(
+            "UNKNOWN_TOOL",
+            format!("no tools are available in this run (called `{path}`)"),
+            json!({"suggestions": []}),
+        );
+        return Admission::Reject(failure_json(&path, &failure));
+    };
+    if tools.issued >= tools.max_calls {
+        let message = format!(
+            "the program made more than {} tool calls (the per-run limit)",
+            tools.max_calls
+        );
+        let report = json!({"status": "limit_exceeded", "error": {"name": "LimitExceeded", "message": message, "stack": ""}});
+        tools.cancel.cancel();
+        run.finish = Some(FinishReport {
+            report_json: report.to_string(),
+            value_json: None,
+        });
+        let failure = ToolFailure::new(
+            "CANCELLED",
+            "the run ended: tool-call limit reached",
+            json!({}),
+        );
+        return Admission::Reject(failure_json(&path, &failure));
+    }
+    tools.issued += 1;
+    *tools.calls_by_tool.entry(path.clone()).or_default() += 1;
+    let reject = |failure: ToolFailure| Admission::Reject(failure_json(&path, &failure));
+    if !args_error.is_empty() {
+        let issue = json!({"path": "", "message": args_error});
+        return reject(ToolFailure::new(
+            "INVALID_ARGS",
+            format!("the arguments cannot be converted: {args_error}"),
+            json!({"issues": [issue]}),
+        ));
+    }
+    if args.len() > tools.arg_bytes {
+        return reject(ToolFailure::new(
+            "LIMIT_EXCEEDED",
+            format!(
+                "the arguments are {} bytes; the per-call limit is {} bytes",
+                args.len(),
+                tools.arg_bytes
+            ),
+            json!({"limit": tools.arg_bytes, "value": args.len()}),
+        ));
+    }
+    let args: Value = match serde_json::from_str(args) {
+        Ok(args) => args,
+        Err(e) => {
+            let issue = json!({"path": "", "message": e.to_string()});
+            return reject(ToolFailure::new(
+                "INVALID_ARGS",
+                format!("the arguments cannot be read: {e}"),
+                json!({"issues": [issue]}),
+            ));
+        }
+    };
+    tools.active += 1;
+    let request = ToolRequest {
+        path,
+        args,
+        run_id: tools.run_id.clone(),
+        seq: tools.issued,
+        cancel: tools.cancel.child_token(),
+        deadline: DeadlinePause(Arc::clone(&tools.control)),
+    };
+    Admission::Run {
+        request,
+        host: Arc::clone(&tools.host),
+        permits: Arc::clone(&tools.in_flight),
+        result_bytes: tools.result_bytes,
+    }
+}
+
+#[op2]
+#[string]
+pub(crate) async fn op_codemode_tool_call(
+    state: Rc<RefCell<OpState>>,
+    #[string] path: String,
+    #[string] args: String,
+    #[string] args_error: String,
+) -> String {
+    let admission = admit(&mut state.borrow_mut(), path, &args, &args_error);
+    drop(args);
+    let Admission::Run {
+        request,
+        host,
+        permits,
+        result_bytes,
+    } = admission
+    else {
+        let Admission::Reject(json) = admission else {
+            unreachable!()
+        };
+        return json;
+    };
+    let path = request.path.clone();
+    let cancel = request.cancel.clone();
+    // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait here, in order.
+    let response = match permits.acquire_owned().await {
+        Ok(_permit) => {
+            tokio::select! {
+                response = host.call(request) => response,
+                () = cancel.cancelled() => ToolResponse::Err(ToolFailure::new("CANCELLED", "the run ended while the call was in flight", json!({}))),
+            }
+        }
+        Err(_) => ToolResponse::Err(ToolFailure::new(
+            "CANCELLED",
+            "the run has ended",
+            json!({}),
+        )),
+    };
+    let mut state = state.borrow_mut();
+    let run = state.borrow_mut::<RunState>();
+    let Some(tools) = run.tools.as_mut() else {
+        return failure_json(
+            &path,
+            &ToolFailure::new("CANCELLED", "the run has ended", json!({})),
+        );
+    };
+    tools.active -= 1;
+    match response {
+        ToolResponse::Ok { value, contexts } => {
+            let text = value.to_string();
+            if text.len() > result_bytes {
+                let failure = ToolFailure::new(
+                    "LIMIT_EXCEEDED",
+                    format!(
+                        "the result is {} bytes; the per-call limit is {result_bytes} bytes",
+                        text.len()
+                    ),
+                    json!({"limit": result_bytes, "value": text.len()}),
+                );
+                return failure_json(&path, &failure);
+            }
+            tools.bytes_kept += text.len() as u64;
+            for (kind, text) in contexts {
+                tools.contexts.push(ContextEntry {
+                    tool: path.clone(),
+                    kind,
+                    text,
+                });
+            }
+            format!("{{\"ok\":true,\"value\":{text}}}")
+        }
+        ToolResponse::Err(failure) => failure_json(&path, &failure),
+    }
+}

@@ -1,0 +1,330 @@
+//! The sandbox side of tool calls, with a scripted host: values, ToolError shape, unknown names,
+//! per-run limits, back-pressure, cancellation of in-flight calls, and the deadline rules.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use codemode::sandbox::{
+    Limits, RunOptions, RunStatus, ToolFailure, ToolHost, ToolRequest, ToolResponse,
+};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::common::sandbox;
+
+#[derive(Default)]
+struct HostState {
+    executed: Mutex<Vec<(String, Value, u64)>>,
+    running: AtomicUsize,
+    max_running: AtomicUsize,
+    cancelled: AtomicUsize,
+}
+
+/// A host whose tools behave as their names say; it records what ran.
+#[derive(Default)]
+struct ScriptedHost(Arc<HostState>);
+
+impl std::ops::Deref for ScriptedHost {
+    type Target = HostState;
+    fn deref(&self) -> &HostState {
+        &self.0
+    }
+}
+
+impl ToolHost for ScriptedHost {
+    fn paths(&self) -> Vec<String> {
+        [
+            "echo", "slow", "fail", "approve", "forever", "mem.get", "delete",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+        self.executed.lock().unwrap().push((
+            request.path.clone(),
+            request.args.clone(),
+            request.seq,
+        ));
+        let host = Arc::clone(&self.0);
+        async move {
+            let now = host.running.fetch_add(1, Ordering::SeqCst) + 1;
+            host.max_running.fetch_max(now, Ordering::SeqCst);
+            let response = match request.path.as_str() {
+                "echo" | "mem.get" | "delete" => ToolResponse::Ok {
+                    value: json!({"echo": request.args, "seq": request.seq}),
+                    contexts: vec![("note".into(), format!("{} ran", request.path))],
+                },
+                "slow" => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    ToolResponse::Ok {
+                        value: json!("slow done"),
+                        contexts: vec![],
+                    }
+                }
+                "fail" => ToolResponse::Err(ToolFailure::new(
+                    "TOOL_ERROR",
+                    "the body failed",
+                    json!({"retryable": false, "attempts": 1}),
+                )),
+                "approve" => {
+                    // An approval wait longer than the deadline: it must not count.
+                    request.deadline.pause();
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    request.deadline.resume();
+                    ToolResponse::Ok {
+                        value: json!("approved"),
+                        contexts: vec![],
+                    }
+                }
+                "forever" => {
+                    // Counts once whether the call is cancelled through its token or dropped.
+                    let _guard = CountOnDrop(Arc::clone(&host));
+                    request.cancel.cancelled().await;
+                    ToolResponse::Err(ToolFailure::new("CANCELLED", "cancelled", json!({})))
+                }
+                other => ToolResponse::Err(ToolFailure::new(
+                    "UNKNOWN_TOOL",
+                    format!("no tool named `{other}`"),
+                    json!({"suggestions": ["echo"]}),
+                )),
+            };
+            host.running.fetch_sub(1, Ordering::SeqCst);
+            response
+        }
+        .boxed()
+    }
+}
+
+struct CountOnDrop(Arc<HostState>);
+
+impl Drop for CountOnDrop {
+    fn drop(&mut self) {
+        self.0.cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn host() -> Arc<ScriptedHost> {
+    Arc::new(ScriptedHost::default())
+}
+
+async fn run_with(
+    host: &Arc<ScriptedHost>,
+    source: &str,
+    limits: Limits,
+) -> codemode::sandbox::RunOutcome {
+    let tools: Arc<dyn ToolHost> = host.clone();
+    sandbox()
+        .run_with(
+            source,
+            RunOptions::new(limits)
+                .with_tools(tools)
+                .with_run_id("r_test"),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn calls_return_canonical_values_and_fill_stats() {
+    let host = host();
+    let outcome = run_with(&host, "const a = await tools.echo({ x: 1n, y: [undefined] }); const b = await tools.mem.get({}); return [a, b.seq];", Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([{"echo": {"x": "1", "y": [null]}, "seq": 1}, 2])),
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(outcome.stats.tool_calls, 2);
+    assert_eq!(outcome.stats.calls_by_tool.get("mem.get"), Some(&1));
+    assert!(outcome.stats.bytes_kept_in_sandbox > 20);
+    assert_eq!(outcome.contexts.len(), 2);
+    assert_eq!(outcome.contexts[1].tool, "mem.get");
+    assert_eq!(host.executed.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn failures_reject_with_a_tool_error() {
+    let host = host();
+    let source = r#"
+        try { await tools.fail({}); } catch (e) {
+            return { isToolError: e instanceof ToolError, isError: e instanceof Error, name: e.name, code: e.code, tool: e.tool, message: e.message, details: e.details };
+        }
+    "#;
+    let outcome = run_with(&host, source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(
+            json!({"isToolError": true, "isError": true, "name": "ToolError", "code": "TOOL_ERROR", "tool": "fail", "message": "the body failed", "details": {"retryable": false, "attempts": 1}})
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_uncaught_tool_error_fails_the_run_with_its_code() {
+    let outcome = run_with(&host(), "\nawait tools.fail({});", Limits::default()).await;
+    assert_eq!(outcome.status, RunStatus::Error);
+    let error = outcome.error.unwrap();
+    assert_eq!(
+        (
+            error.name.as_str(),
+            error.code.as_deref(),
+            error.tool.as_deref()
+        ),
+        ("ToolError", Some("TOOL_ERROR"), Some("fail"))
+    );
+    assert_eq!(
+        error.details,
+        Some(json!({"retryable": false, "attempts": 1}))
+    );
+}
+
+#[tokio::test]
+async fn unknown_names_reach_the_host_and_reject() {
+    let host = host();
+    let source = r#"
+        const codes = [];
+        for (const f of [() => tools.ecko({}), () => tools.nope.deeper({}), () => tools.mem.missing({})]) {
+            try { await f(); } catch (e) { codes.push([e.code, e.tool]); }
+        }
+        return { codes, thenable: typeof tools.then, reserved: typeof tools.delete };
+    "#;
+    let outcome = run_with(&host, source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(
+            json!({"codes": [["UNKNOWN_TOOL", "ecko"], ["UNKNOWN_TOOL", "nope.deeper"], ["UNKNOWN_TOOL", "mem.missing"]], "thenable": "undefined", "reserved": "function"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn unconvertible_arguments_are_invalid_args() {
+    let host = host();
+    let source = "const a = {}; a.self = a; try { await tools.echo(a); } catch (e) { return [e.code, e.details.issues[0].message]; }";
+    let value = run_with(&host, source, Limits::default())
+        .await
+        .value_json()
+        .unwrap();
+    assert_eq!(value[0], "INVALID_ARGS");
+    assert!(value[1].as_str().unwrap().contains("cyclic"), "{value}");
+    assert!(
+        host.executed.lock().unwrap().is_empty(),
+        "the body must not run"
+    );
+}
+
+#[tokio::test]
+async fn in_flight_calls_are_bounded_and_queue() {
+    let host = host();
+    let limits = Limits {
+        in_flight_calls: 3,
+        ..Limits::default()
+    };
+    let outcome = run_with(&host, "const r = await Promise.all(Array.from({ length: 12 }, () => tools.slow({}))); return r.length;", limits).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!(12)),
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(host.max_running.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn tool_call_cap_ends_the_run() {
+    let host = host();
+    let limits = Limits {
+        tool_calls: 5,
+        ..Limits::default()
+    };
+    let outcome = run_with(&host, "for (let i = 0; i < 10; i++) { try { await tools.echo({ i }); } catch {} } return 'not reached';", limits).await;
+    assert_eq!(
+        outcome.status,
+        RunStatus::LimitExceeded,
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(host.executed.lock().unwrap().len(), 5);
+    assert_eq!(outcome.stats.tool_calls, 5);
+}
+
+#[tokio::test]
+async fn calls_in_flight_when_the_program_returns_are_cancelled() {
+    let host = host();
+    let outcome = run_with(&host, "tools.forever({}).catch(() => {}); tools.forever({}).catch(() => {}); await tools.echo({}); return 'done';", Limits::default()).await;
+    assert_eq!(outcome.value_json(), Some(json!("done")));
+    assert_eq!(outcome.stats.cancelled_calls, 2);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        host.cancelled.load(Ordering::SeqCst),
+        2,
+        "both calls were cancelled"
+    );
+}
+
+#[tokio::test]
+async fn the_deadline_covers_time_awaiting_tools() {
+    let outcome = run_with(
+        &host(),
+        "await tools.forever({});",
+        crate::common::short(300),
+    )
+    .await;
+    assert_eq!(outcome.status, RunStatus::Timeout);
+    assert_eq!(outcome.stats.cancelled_calls, 1);
+}
+
+#[tokio::test]
+async fn time_awaiting_an_approver_does_not_count() {
+    let outcome = run_with(
+        &host(),
+        "return await tools.approve({});",
+        crate::common::short(300),
+    )
+    .await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!("approved")),
+        "{}",
+        outcome.to_json()
+    );
+}
+
+#[tokio::test]
+async fn a_call_after_the_run_ended_never_executes() {
+    let host = host();
+    let source = "setTimeout(() => tools.echo({ late: true }), 0); return 'returned first';";
+    let outcome = run_with(&host, source, Limits::default()).await;
+    assert_eq!(outcome.value_json(), Some(json!("returned first")));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        host.executed.lock().unwrap().is_empty(),
+        "{:?}",
+        host.executed.lock().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn oversized_results_and_arguments_are_limit_exceeded() {
+    let host = host();
+    let limits = Limits {
+        call_arg_bytes: 100,
+        call_result_bytes: 100,
+        ..Limits::default()
+    };
+    let source = r#"
+        const out = [];
+        try { await tools.echo({ big: "x".repeat(200) }); } catch (e) { out.push([e.code, e.details]); }
+        try { await tools.echo({ mid: "y".repeat(80) }); } catch (e) { out.push([e.code, e.details.limit]); }
+        return out;
+    "#;
+    let outcome = run_with(&host, source, limits).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([["LIMIT_EXCEEDED", {"limit": 100, "value": 210}], ["LIMIT_EXCEEDED", 100]])),
+        "{}",
+        outcome.to_json()
+    );
+}
