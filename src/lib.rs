@@ -14,5 +14,14 @@ compile_error!(
 );
 
 pub mod cli;
+pub mod pipeline;
 pub mod sandbox;
+pub mod schema;
 pub mod sdk;
+pub mod tool;
+
+pub use pipeline::{
+    CallError, CallOutcome, CallRequest, CallStatus, Caller, ErrorCode, Pipeline, PipelineBuilder,
+    Scope, ToolFailure,
+};
+pub use tool::{ExecContext, ToolDefinition, ToolRegistry};

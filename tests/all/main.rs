@@ -1,12 +1,25 @@
 //! One integration-test binary (the engine links once), a module per capability.
 
 mod common;
+mod support;
 
+mod approval;
+mod audit_log;
 mod cli;
 mod concurrency;
 mod errors_and_values;
+mod events;
+mod hooks;
+mod import;
 mod isolation;
 mod limits;
+mod pipeline;
 mod programs;
+mod registry;
+mod scheduler;
+mod schema;
 mod sdk;
+mod session_log;
 mod tool_bindings;
+mod tracing_spans;
+mod wrappers;

@@ -1,0 +1,77 @@
+//! Approvals: an `ask` from a pre hook goes to the embedder's [`Approver`], with its own timeout.
+//! No Approver, a refusal, an error, a panic or the timeout is a denial by `approver`.
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, ready};
+
+use super::error::HookError;
+use super::hooks::CallInfo;
+
+/// What the Approver is asked.
+pub struct ApprovalRequest<'a> {
+    pub call: &'a CallInfo<'a>,
+    /// The reasons of every hook that said `ask`.
+    pub reasons: &'a [String],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    Approve,
+    Refuse { reason: String },
+}
+
+pub trait Approver: Send + Sync + 'static {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>>;
+}
+
+/// Told around the wait for the Approver, so a code-mode run can stop its deadline clock
+/// (time awaiting a human does not count against the run).
+pub trait ApprovalObserver: Send + Sync + 'static {
+    fn waiting_started(&self);
+    fn waiting_ended(&self);
+}
+
+struct ApproverFn<F>(F);
+
+impl<F> Approver for ApproverFn<F>
+where
+    F: Fn(&ApprovalRequest<'_>) -> ApprovalDecision + Send + Sync + 'static,
+{
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
+        ready(Ok((self.0)(request))).boxed()
+    }
+}
+
+/// A synchronous Approver from a closure.
+pub fn approver_fn<F>(f: F) -> impl Approver
+where
+    F: Fn(&ApprovalRequest<'_>) -> ApprovalDecision + Send + Sync + 'static,
+{
+    ApproverFn(f)
+}
+
+/// Calls `waiting_ended` even when the wait is cut short (timeout, cancellation, drop).
+pub(crate) struct WaitingGuard<'a>(pub(crate) Option<&'a dyn ApprovalObserver>);
+
+impl<'a> WaitingGuard<'a> {
+    pub(crate) fn start(observer: Option<&'a dyn ApprovalObserver>) -> Self {
+        if let Some(o) = observer {
+            o.waiting_started();
+        }
+        WaitingGuard(observer)
+    }
+}
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(o) = self.0 {
+            o.waiting_ended();
+        }
+    }
+}

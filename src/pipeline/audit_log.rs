@@ -1,0 +1,109 @@
+//! The opt-in audit log (DESIGN.md section 5): one JSON line per nested code-mode call with the
+//! tool, a SHA-256 digest of the canonical JSON of its arguments, the outcome code and timing,
+//! and never a value. Register it as a live observer: it reads `tools/result` events.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::events::{Event, EventSink};
+
+/// Appends audit records, one `write` per record.
+pub struct AuditLog {
+    file: Mutex<File>,
+    include_direct: bool,
+}
+
+impl AuditLog {
+    /// Opens (creating if needed) `path` for appending; records nested code-mode calls only.
+    ///
+    /// # Errors
+    /// The file cannot be opened for appending.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<AuditLog> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(AuditLog {
+            file: Mutex::new(file),
+            include_direct: false,
+        })
+    }
+
+    /// Also records direct calls.
+    pub fn include_direct(mut self) -> Self {
+        self.include_direct = true;
+        self
+    }
+}
+
+impl EventSink for AuditLog {
+    fn emit(&self, event: &Event) {
+        let Event::Result(e) = event else { return };
+        if e.caller.is_durable() && !self.include_direct {
+            return;
+        }
+        let record = json!({
+            "event": "audit",
+            "call_id": e.call_id,
+            "tool": e.tool,
+            "caller": e.caller,
+            "args_sha256": args_digest(&e.args),
+            "status": e.status,
+            "code": e.code,
+            "started_at": e.started_at,
+            "duration_ms": e.duration_ms,
+        });
+        let mut line = record.to_string().into_bytes();
+        line.push(b'\n');
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(err) = file.write_all(&line) {
+            tracing::error!(error = %err, call_id = &*e.call_id, "audit log write failed");
+        }
+    }
+}
+
+/// Hex SHA-256 of the canonical JSON of `value` (object keys sorted, no whitespace), so equal
+/// arguments give equal digests whatever their key order.
+pub fn args_digest(value: &Value) -> String {
+    let mut canonical = Vec::new();
+    write_canonical(value, &mut canonical);
+    let digest = Sha256::digest(&canonical);
+    let mut hex = String::with_capacity(64);
+    for b in digest.iter() {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
+                out.push(b':');
+                write_canonical(&map[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(b']');
+        }
+        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+    }
+}

@@ -1,0 +1,221 @@
+//! The one error type callers see. `code()` is what a program sees as `err.code`; `details()` is
+//! exactly the `details` column of DESIGN.md section 3.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use crate::schema::ArgIssue;
+
+/// Stable machine codes (DESIGN.md section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    UnknownTool,
+    InvalidArgs,
+    Denied,
+    Timeout,
+    ToolError,
+    OutputInvalid,
+    Blocked,
+    Cancelled,
+    LimitExceeded,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::InvalidArgs => "INVALID_ARGS",
+            ErrorCode::Denied => "DENIED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::ToolError => "TOOL_ERROR",
+            ErrorCode::OutputInvalid => "OUTPUT_INVALID",
+            ErrorCode::Blocked => "BLOCKED",
+            ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who denied a call (`details.by` of `DENIED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeniedBy {
+    Hook,
+    Guard,
+    Approver,
+    Policy,
+}
+
+impl DeniedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeniedBy::Hook => "hook",
+            DeniedBy::Guard => "guard",
+            DeniedBy::Approver => "approver",
+            DeniedBy::Policy => "policy",
+        }
+    }
+}
+
+/// Which per-call limit fired (`details.limit` of `LIMIT_EXCEEDED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitKind {
+    ArgumentBytes,
+    ResultBytes,
+}
+
+impl LimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::ArgumentBytes => "argument_bytes",
+            LimitKind::ResultBytes => "result_bytes",
+        }
+    }
+}
+
+/// The typed payload of a [`CallError`]; one variant per code.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    UnknownTool {
+        suggestions: Vec<String>,
+    },
+    InvalidArgs {
+        issues: Vec<ArgIssue>,
+    },
+    Denied {
+        by: DeniedBy,
+        reason: String,
+    },
+    Timeout {
+        after_ms: u64,
+    },
+    ToolError {
+        retryable: bool,
+        attempts: u32,
+    },
+    OutputInvalid {
+        issues: Vec<ArgIssue>,
+        by: Option<String>,
+    },
+    Blocked {
+        reason: String,
+    },
+    Cancelled,
+    LimitExceeded {
+        limit: LimitKind,
+        value: u64,
+    },
+}
+
+/// A failed call: a stable code, a human message and structured details.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}: {message}", self.code())]
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl CallError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        CallError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn denied(by: DeniedBy, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        let message = format!("denied by {}: {reason}", by.as_str());
+        CallError::new(ErrorKind::Denied { by, reason }, message)
+    }
+
+    pub fn cancelled() -> Self {
+        CallError::new(ErrorKind::Cancelled, "the call was cancelled")
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match &self.kind {
+            ErrorKind::UnknownTool { .. } => ErrorCode::UnknownTool,
+            ErrorKind::InvalidArgs { .. } => ErrorCode::InvalidArgs,
+            ErrorKind::Denied { .. } => ErrorCode::Denied,
+            ErrorKind::Timeout { .. } => ErrorCode::Timeout,
+            ErrorKind::ToolError { .. } => ErrorCode::ToolError,
+            ErrorKind::OutputInvalid { .. } => ErrorCode::OutputInvalid,
+            ErrorKind::Blocked { .. } => ErrorCode::Blocked,
+            ErrorKind::Cancelled => ErrorCode::Cancelled,
+            ErrorKind::LimitExceeded { .. } => ErrorCode::LimitExceeded,
+        }
+    }
+
+    /// The `details` object of DESIGN.md section 3.
+    pub fn details(&self) -> Value {
+        match &self.kind {
+            ErrorKind::UnknownTool { suggestions } => json!({ "suggestions": suggestions }),
+            ErrorKind::InvalidArgs { issues } => json!({ "issues": issues }),
+            ErrorKind::Denied { by, reason } => json!({ "by": by.as_str(), "reason": reason }),
+            ErrorKind::Timeout { after_ms } => json!({ "after_ms": after_ms }),
+            ErrorKind::ToolError {
+                retryable,
+                attempts,
+            } => json!({ "retryable": retryable, "attempts": attempts }),
+            ErrorKind::OutputInvalid {
+                issues,
+                by: Some(by),
+            } => json!({ "issues": issues, "by": by }),
+            ErrorKind::OutputInvalid { issues, by: None } => json!({ "issues": issues }),
+            ErrorKind::Blocked { reason } => json!({ "reason": reason }),
+            ErrorKind::Cancelled => json!({}),
+            ErrorKind::LimitExceeded { limit, value } => {
+                json!({ "limit": limit.as_str(), "value": value })
+            }
+        }
+    }
+
+    /// `{code, message, details}`, the shape a sandbox turns into a `ToolError`.
+    pub fn to_json(&self) -> Value {
+        json!({ "code": self.code().as_str(), "message": self.message, "details": self.details() })
+    }
+}
+
+/// A body's failure. `retryable` lets the retry wrapper try again (parallel-safe calls only).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolFailure {
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl ToolFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    pub fn retryable(message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+}
+
+/// The error hooks, guards and approvers may return; the pipeline fails closed on it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HookError(pub String);
+
+impl HookError {
+    pub fn new(message: impl Into<String>) -> Self {
+        HookError(message.into())
+    }
+}

@@ -1,0 +1,150 @@
+//! Events (DESIGN.md section 8). `tools/call`, `tools/progress` and `tools/result` are live
+//! observations; `tool/result` is the durable session event, for direct calls only.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::call::{CallStatus, Caller, ContextEntry};
+use crate::tool::Card;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallEvent {
+    pub call_id: Arc<str>,
+    pub tool: String,
+    pub caller: Caller,
+    pub args: Arc<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
+    pub at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgressEvent {
+    pub call_id: Arc<str>,
+    pub message: String,
+    pub at: String,
+}
+
+/// The result of a call; the same shape live (`tools/result`) and durable (`tool/result`).
+/// `args` is carried so a replayed log can re-run the pure result presenter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultEvent {
+    pub call_id: Arc<str>,
+    pub tool: String,
+    pub caller: Caller,
+    pub status: CallStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Arc<Value>>,
+    pub content: String,
+    pub contexts: Vec<ContextEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
+    pub started_at: String,
+    pub duration_ms: f64,
+    pub args: Arc<Value>,
+}
+
+impl ResultEvent {
+    /// The durable result as presenters see it.
+    pub fn view(&self) -> crate::tool::ResultView<'_> {
+        crate::tool::ResultView {
+            status: self.status,
+            code: self.code.as_deref(),
+            value: self.value.as_deref(),
+            content: &self.content,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event")]
+pub enum Event {
+    #[serde(rename = "tools/call")]
+    Call(CallEvent),
+    #[serde(rename = "tools/progress")]
+    Progress(ProgressEvent),
+    #[serde(rename = "tools/result")]
+    Result(ResultEvent),
+    /// The durable session event.
+    #[serde(rename = "tool/result")]
+    Durable(ResultEvent),
+}
+
+impl Event {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Call(_) => "tools/call",
+            Event::Progress(_) => "tools/progress",
+            Event::Result(_) => "tools/result",
+            Event::Durable(_) => "tool/result",
+        }
+    }
+
+    pub fn call_id(&self) -> &str {
+        match self {
+            Event::Call(e) => &e.call_id,
+            Event::Progress(e) => &e.call_id,
+            Event::Result(e) | Event::Durable(e) => &e.call_id,
+        }
+    }
+}
+
+/// Receives events. Called synchronously on the call's task, so keep it quick (hand off to a
+/// channel for slow consumers). A durable sink must have written the event when it returns.
+pub trait EventSink: Send + Sync + 'static {
+    fn emit(&self, event: &Event);
+}
+
+impl<F> EventSink for F
+where
+    F: Fn(&Event) + Send + Sync + 'static,
+{
+    fn emit(&self, event: &Event) {
+        self(event)
+    }
+}
+
+/// A live sink that forwards clones to an unbounded channel (never blocks the call).
+pub struct ChannelSink(tokio::sync::mpsc::UnboundedSender<Event>);
+
+impl ChannelSink {
+    pub fn new() -> (ChannelSink, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (ChannelSink(tx), rx)
+    }
+}
+
+impl EventSink for ChannelSink {
+    fn emit(&self, event: &Event) {
+        let _ = self.0.send(event.clone());
+    }
+}
+
+/// The pipeline's live observers and durable sinks.
+#[derive(Default)]
+pub(crate) struct Sinks {
+    pub(crate) live: Vec<Arc<dyn EventSink>>,
+    pub(crate) durable: Vec<Arc<dyn EventSink>>,
+}
+
+impl Sinks {
+    pub(crate) fn live(&self, event: &Event) {
+        for sink in &self.live {
+            sink.emit(event);
+        }
+    }
+
+    pub(crate) fn durable(&self, event: &Event) {
+        for sink in &self.durable {
+            sink.emit(event);
+        }
+    }
+}

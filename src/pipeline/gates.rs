@@ -1,0 +1,111 @@
+//! Authorization stages: pre-execute hooks, the Approver on `ask`, then guards. Every error,
+//! panic or timeout denies (fails closed).
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::Inner;
+use super::approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, WaitingGuard};
+use super::error::{CallError, DeniedBy, HookError};
+use super::guards::GuardDecision;
+use super::hooks::{CallInfo, HookDecision};
+
+/// Runs a hook-like future, turning an error or a panic (while building or polling it) into a message.
+pub(crate) async fn guarded<'a, T>(
+    name: &str,
+    make: impl FnOnce() -> BoxFuture<'a, Result<T, HookError>>,
+) -> Result<T, String> {
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(make)) {
+        Ok(fut) => fut,
+        Err(_) => return Err(format!("`{name}` panicked")),
+    };
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("`{name}` failed: {e}")),
+        Err(_) => Err(format!("`{name}` panicked")),
+    }
+}
+
+/// Decides whether the call may run. `waited` receives the time spent waiting for the Approver,
+/// also when the answer is a denial.
+pub(crate) async fn authorize(
+    inner: &Inner,
+    info: &CallInfo<'_>,
+    observer: Option<&dyn ApprovalObserver>,
+    waited: &mut Duration,
+) -> Result<(), CallError> {
+    let mut asks: Vec<String> = Vec::new();
+    for hook in &inner.pre_hooks {
+        let name = hook.name();
+        match guarded(name, || hook.before(info)).await {
+            Ok(HookDecision::Allow) => {}
+            Ok(HookDecision::Ask { reason }) => asks.push(reason),
+            Ok(HookDecision::Deny { reason }) => {
+                return Err(CallError::denied(DeniedBy::Hook, reason));
+            }
+            Err(why) => return Err(CallError::denied(DeniedBy::Hook, format!("hook {why}"))),
+        }
+    }
+    if !asks.is_empty() {
+        approve(inner, info, &asks, observer, waited).await?;
+    }
+    for guard in &inner.guards {
+        let name = guard.name();
+        match guarded(name, || guard.check(info)).await {
+            Ok(GuardDecision::Pass) => {}
+            Ok(GuardDecision::Deny { reason }) => {
+                return Err(CallError::denied(guard.denied_by(), reason));
+            }
+            Err(why) => return Err(CallError::denied(guard.denied_by(), format!("guard {why}"))),
+        }
+    }
+    Ok(())
+}
+
+async fn approve(
+    inner: &Inner,
+    info: &CallInfo<'_>,
+    reasons: &[String],
+    observer: Option<&dyn ApprovalObserver>,
+    waited: &mut Duration,
+) -> Result<(), CallError> {
+    let Some(approver) = &inner.approver else {
+        let why = format!(
+            "approval required ({}) but no approver is configured",
+            reasons.join("; ")
+        );
+        return Err(CallError::denied(DeniedBy::Approver, why));
+    };
+    let request = ApprovalRequest {
+        call: info,
+        reasons,
+    };
+    let started = Instant::now();
+    let waiting = WaitingGuard::start(observer);
+    let answer = tokio::time::timeout(
+        inner.approval_timeout,
+        guarded("approver", || approver.approve(&request)),
+    )
+    .await;
+    drop(waiting);
+    *waited = started.elapsed();
+    match answer {
+        Ok(Ok(ApprovalDecision::Approve)) => Ok(()),
+        Ok(Ok(ApprovalDecision::Refuse { reason })) => {
+            Err(CallError::denied(DeniedBy::Approver, reason))
+        }
+        Ok(Err(why)) => Err(CallError::denied(DeniedBy::Approver, why)),
+        Err(_) => {
+            let ms = inner.approval_timeout.as_millis();
+            Err(CallError::denied(
+                DeniedBy::Approver,
+                format!("no approval within {ms} ms"),
+            ))
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Guards only deny: a guard runs after the pre hooks and the Approver, so nothing later can
+//! turn a denial back into an allow (monotonic). An error or a panic denies.
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, ready};
+
+use super::error::{DeniedBy, HookError};
+use super::hooks::CallInfo;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuardDecision {
+    Pass,
+    Deny { reason: String },
+}
+
+pub trait Guard: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    /// What `details.by` says when this guard denies: `guard`, or `policy` for a policy layer.
+    fn denied_by(&self) -> DeniedBy {
+        DeniedBy::Guard
+    }
+    fn check<'a>(
+        &'a self,
+        call: &'a CallInfo<'a>,
+    ) -> BoxFuture<'a, Result<GuardDecision, HookError>>;
+}
+
+struct GuardFn<F> {
+    name: String,
+    by: DeniedBy,
+    f: F,
+}
+
+impl<F> Guard for GuardFn<F>
+where
+    F: Fn(&CallInfo<'_>) -> GuardDecision + Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn denied_by(&self) -> DeniedBy {
+        self.by
+    }
+    fn check<'a>(
+        &'a self,
+        call: &'a CallInfo<'a>,
+    ) -> BoxFuture<'a, Result<GuardDecision, HookError>> {
+        ready(Ok((self.f)(call))).boxed()
+    }
+}
+
+/// A synchronous guard from a closure.
+pub fn guard_fn<F>(name: impl Into<String>, f: F) -> impl Guard
+where
+    F: Fn(&CallInfo<'_>) -> GuardDecision + Send + Sync + 'static,
+{
+    GuardFn {
+        name: name.into(),
+        by: DeniedBy::Guard,
+        f,
+    }
+}
+
+/// A synchronous guard whose denials read `by: "policy"` (a harness's permission policy).
+pub fn policy_fn<F>(name: impl Into<String>, f: F) -> impl Guard
+where
+    F: Fn(&CallInfo<'_>) -> GuardDecision + Send + Sync + 'static,
+{
+    GuardFn {
+        name: name.into(),
+        by: DeniedBy::Policy,
+        f,
+    }
+}

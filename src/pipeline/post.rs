@@ -1,0 +1,153 @@
+//! After the body: result limit, output validation, render, post-execute hooks, finalize_content.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Inner;
+use super::call::{CallLimits, ContextEntry};
+use super::error::{CallError, ErrorKind, LimitKind};
+use super::gates::guarded;
+use super::hooks::{CallInfo, PostInfo};
+use crate::schema::ArgIssue;
+use crate::tool::ToolDefinition;
+
+pub(crate) struct Finished {
+    pub(crate) value: Arc<Value>,
+    pub(crate) content: String,
+}
+
+/// Turns a body's value into the final value and content. `contexts` collects hook attachments
+/// (kept even when a later hook blocks, so the harness can see why).
+pub(crate) async fn finish(
+    inner: &Inner,
+    info: &CallInfo<'_>,
+    value: Value,
+    contexts: &mut Vec<ContextEntry>,
+) -> Result<Finished, CallError> {
+    let tool = info.tool;
+    check_result_size(&inner.limits, &value)?;
+    if let Some(schema) = &tool.inner.output {
+        let issues = schema.issues(&value);
+        if !issues.is_empty() {
+            return Err(output_invalid(info.path, issues, None));
+        }
+    }
+    let mut content = render(tool, &value)?;
+    let mut value = Arc::new(value);
+    let mut content_replaced = false;
+    for hook in &inner.post_hooks {
+        let name = hook.name();
+        let post = PostInfo {
+            call: info,
+            value: &value,
+            content: &content,
+        };
+        let action = match guarded(name, || hook.after(&post)).await {
+            Ok(action) => action,
+            Err(why) => {
+                let reason = format!("post hook {why}");
+                return Err(CallError::new(
+                    ErrorKind::Blocked {
+                        reason: reason.clone(),
+                    },
+                    reason,
+                ));
+            }
+        };
+        contexts.extend(action.contexts);
+        if let Some(reason) = action.block {
+            let message = format!("result blocked by post hook `{name}`: {reason}");
+            return Err(CallError::new(ErrorKind::Blocked { reason }, message));
+        }
+        if let Some(c) = action.replace_content {
+            content = c;
+            content_replaced = true;
+        }
+        if let Some(v) = action.replace_value {
+            if let Some(schema) = &tool.inner.output {
+                let issues = schema.issues(&v);
+                if !issues.is_empty() {
+                    return Err(output_invalid(info.path, issues, Some(name)));
+                }
+            }
+            if !content_replaced {
+                content = render(tool, &v)?;
+            }
+            value = Arc::new(v);
+        }
+    }
+    if let Some(finalize) = &tool.inner.finalize {
+        let v = &value;
+        content = std::panic::catch_unwind(AssertUnwindSafe(move || finalize(content, v)))
+            .map_err(|_| tool_bug(info.path, "finalize_content panicked"))?;
+    }
+    Ok(Finished { value, content })
+}
+
+pub(crate) fn json_size(value: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, value);
+    c.0
+}
+
+fn check_result_size(limits: &CallLimits, value: &Value) -> Result<(), CallError> {
+    let size = json_size(value);
+    if size > limits.max_result_bytes {
+        let message = format!(
+            "result is {size} bytes, over the limit of {} bytes",
+            limits.max_result_bytes
+        );
+        return Err(CallError::new(
+            ErrorKind::LimitExceeded {
+                limit: LimitKind::ResultBytes,
+                value: size,
+            },
+            message,
+        ));
+    }
+    Ok(())
+}
+
+fn render(tool: &ToolDefinition, value: &Value) -> Result<String, CallError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| tool.render(value)))
+        .map_err(|_| tool_bug(tool.sandbox_name(), "render panicked"))
+}
+
+fn tool_bug(path: &str, what: &str) -> CallError {
+    CallError::new(
+        ErrorKind::ToolError {
+            retryable: false,
+            attempts: 1,
+        },
+        format!("tool `{path}`: {what}"),
+    )
+}
+
+fn output_invalid(path: &str, issues: Vec<ArgIssue>, by: Option<&str>) -> CallError {
+    let first = issues.first().map(ToString::to_string).unwrap_or_default();
+    let message = match by {
+        Some(hook) => format!(
+            "post hook `{hook}` replaced the value of `{path}` with one that breaks its output schema: {first}"
+        ),
+        None => format!("`{path}` returned a value that breaks its output schema: {first}"),
+    };
+    CallError::new(
+        ErrorKind::OutputInvalid {
+            issues,
+            by: by.map(str::to_owned),
+        },
+        message,
+    )
+}

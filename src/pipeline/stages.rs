@@ -1,0 +1,325 @@
+//! One call from issue to events. See the module docs of `pipeline` for the order.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::approval::ApprovalObserver;
+use super::call::{ArgsInput, CallOutcome, CallRequest, CallStatus, Caller, ContextEntry, Timing};
+use super::error::{CallError, ErrorKind, LimitKind};
+use super::events::{CallEvent, Event, ResultEvent};
+use super::hooks::CallInfo;
+use super::ids::{next_call_id, now_rfc3339};
+use super::scheduler::Ticket;
+use super::wrappers::{Dispatch, Next};
+use super::{Inner, gates, post};
+use crate::tool::{Card, ProgressSink, RegisteredTool, ResultView};
+
+/// What every call has, valid or not.
+struct Base {
+    call_id: Arc<str>,
+    path: String,
+    caller: Caller,
+    args: Arc<Value>,
+    started: Instant,
+    started_at: String,
+    tool: Option<Arc<RegisteredTool>>,
+    call_card: Option<Card>,
+}
+
+/// A valid call with its scheduler place.
+struct Ready {
+    ticket: Option<Ticket>,
+    parallel: bool,
+    cancel: CancellationToken,
+    observer: Option<Arc<dyn ApprovalObserver>>,
+}
+
+struct Success {
+    value: Arc<Value>,
+    content: String,
+}
+
+#[derive(Default)]
+struct Waits {
+    queued: Duration,
+    approval: Duration,
+}
+
+pub(crate) fn call(
+    inner: Arc<Inner>,
+    req: CallRequest,
+) -> impl Future<Output = CallOutcome> + Send + 'static {
+    let call_id = next_call_id();
+    let parent = req
+        .parent_span
+        .clone()
+        .unwrap_or_else(tracing::Span::current);
+    let span = tracing::info_span!(parent: &parent, "tool_call", tool = %req.tool, call_id = %call_id, caller = %req.caller);
+    let cancellable = req.cancel.is_some();
+    let (base, ready) = span.in_scope(|| issue(&inner, req, call_id));
+    async move {
+        let mut contexts = Vec::new();
+        let mut waits = Waits::default();
+        let result = match (ready, &base.tool) {
+            (Ok(mut ready), Some(tool)) => {
+                let cancel = if cancellable { Some(ready.cancel.clone()) } else { None };
+                // Boxed so the (large) state machine is placed once instead of being moved
+                // through every layer that wraps the call future.
+                let run = Box::pin(run(&inner, &base, tool, &mut ready, &mut contexts, &mut waits));
+                // Watching the token costs a lock per poll; only a caller-supplied token can fire.
+                let result = if let Some(cancel) = cancel {
+                    tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => Err(CallError::cancelled()),
+                        r = run => r,
+                    }
+                } else {
+                    run.await
+                };
+                // Denied and failed calls give their place back before the events are written;
+                // successful ones hold it until the end (DESIGN.md section 3).
+                if result.is_err() {
+                    ready.ticket = None;
+                }
+                let outcome = complete(&inner, base, result, contexts, waits);
+                drop(ready);
+                outcome
+            }
+            (Ok(_), None) => unreachable!("a ready call has a tool"),
+            (Err(e), _) => complete(&inner, base, Err(e), contexts, waits),
+        };
+        tracing::debug!(status = ?result.status, code = result.error.as_ref().map(|e| e.code().as_str()), "tool call done");
+        result
+    }
+    .instrument(span)
+}
+
+/// The synchronous prefix: lookup, snapshot, argument limit, validation, classification, place.
+fn issue(
+    inner: &Arc<Inner>,
+    req: CallRequest,
+    call_id: Arc<str>,
+) -> (Base, Result<Ready, CallError>) {
+    let started = Instant::now();
+    let tool = inner.registry.get(&req.tool).cloned();
+    let (args, snapshot_issues) = match req.args {
+        ArgsInput::Value(v) => (Arc::new(v), None),
+        ArgsInput::Unconvertible(issues) => (Arc::new(Value::Null), Some(issues)),
+    };
+    let mut base = Base {
+        call_id,
+        path: req.tool,
+        caller: req.caller,
+        args,
+        started,
+        started_at: now_rfc3339(),
+        tool,
+        call_card: None,
+    };
+    let checked = check(inner, &base, snapshot_issues);
+    base.call_card = match (&checked, &base.tool) {
+        (Ok(_), Some(t)) => t.tool.present_call(&base.args),
+        _ => None,
+    };
+    let event = Event::Call(CallEvent {
+        call_id: base.call_id.clone(),
+        tool: std::mem::take(&mut base.path),
+        caller: base.caller.clone(),
+        args: base.args.clone(),
+        card: base.call_card.clone(),
+        at: base.started_at.clone(),
+    });
+    inner.sinks.live(&event);
+    let Event::Call(event) = event else {
+        unreachable!()
+    };
+    base.path = event.tool;
+    let ready = checked.map(|parallel| {
+        let scope = req.scope.as_ref().unwrap_or(&inner.root);
+        Ready {
+            ticket: Some(scope.enqueue(parallel)),
+            parallel,
+            cancel: req.cancel.map(|t| t.child_token()).unwrap_or_default(),
+            observer: req.approval_observer,
+        }
+    });
+    (base, ready)
+}
+
+/// Returns whether the call is parallel, or why it cannot run at all.
+fn check(
+    inner: &Inner,
+    base: &Base,
+    snapshot_issues: Option<Vec<crate::schema::ArgIssue>>,
+) -> Result<bool, CallError> {
+    let Some(tool) = &base.tool else {
+        let suggestions = inner.registry.suggestions(&base.path);
+        let hint = if suggestions.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", suggestions.join(", "))
+        };
+        let message = format!("no tool named `{}`{hint}", base.path);
+        return Err(CallError::new(
+            ErrorKind::UnknownTool { suggestions },
+            message,
+        ));
+    };
+    if let Some(issues) = snapshot_issues {
+        return Err(invalid_args(&base.path, issues));
+    }
+    let size = post::json_size(&base.args);
+    if size > inner.limits.max_arg_bytes {
+        let message = format!(
+            "arguments are {size} bytes, over the limit of {} bytes",
+            inner.limits.max_arg_bytes
+        );
+        return Err(CallError::new(
+            ErrorKind::LimitExceeded {
+                limit: LimitKind::ArgumentBytes,
+                value: size,
+            },
+            message,
+        ));
+    }
+    let issues = tool.tool.inner.parameters.issues(&base.args);
+    if !issues.is_empty() {
+        return Err(invalid_args(&base.path, issues));
+    }
+    // Parallel only on an exact `true`; a panicking classifier makes the call exclusive.
+    Ok(match &tool.tool.inner.classifier {
+        Some(classify) => {
+            std::panic::catch_unwind(AssertUnwindSafe(|| classify(&base.args))).unwrap_or(false)
+        }
+        None => false,
+    })
+}
+
+fn invalid_args(path: &str, issues: Vec<crate::schema::ArgIssue>) -> CallError {
+    let list: Vec<String> = issues.iter().map(ToString::to_string).collect();
+    let message = format!("invalid arguments for `{path}`: {}", list.join("; "));
+    CallError::new(ErrorKind::InvalidArgs { issues }, message)
+}
+
+async fn run(
+    inner: &Inner,
+    base: &Base,
+    tool: &RegisteredTool,
+    ready: &mut Ready,
+    contexts: &mut Vec<ContextEntry>,
+    waits: &mut Waits,
+) -> Result<Success, CallError> {
+    if let Some(ticket) = ready.ticket.as_mut().filter(|t| t.must_wait()) {
+        let queued_from = Instant::now();
+        ticket.ready().await;
+        waits.queued = queued_from.elapsed();
+    }
+    let info = CallInfo {
+        call_id: &base.call_id,
+        path: &base.path,
+        tool: &tool.tool,
+        args: &base.args,
+        caller: &base.caller,
+        parallel: ready.parallel,
+    };
+    gates::authorize(inner, &info, ready.observer.as_deref(), &mut waits.approval).await?;
+    let dispatch = Dispatch {
+        call_id: base.call_id.clone(),
+        path: tool.shared_path.clone(),
+        tool: tool.tool.clone(),
+        args: base.args.clone(),
+        caller: base.caller.clone(),
+        parallel: ready.parallel,
+        cancel: std::mem::take(&mut ready.cancel),
+        attempt: 1,
+        progress: ProgressSink {
+            sinks: Some(inner.sinks.clone()),
+        },
+    };
+    let value = Next::new(inner.wrappers.clone()).run(dispatch).await?;
+    let done = post::finish(inner, &info, value, contexts).await?;
+    Ok(Success {
+        value: done.value,
+        content: done.content,
+    })
+}
+
+/// Builds the outcome and writes the events: live first, then durable for direct calls.
+fn complete(
+    inner: &Inner,
+    base: Base,
+    result: Result<Success, CallError>,
+    contexts: Vec<ContextEntry>,
+    waits: Waits,
+) -> CallOutcome {
+    let (status, value, content, error) = match result {
+        Ok(s) => (CallStatus::Ok, Some(s.value), s.content, None),
+        Err(e) => (CallStatus::Error, None, e.message.clone(), Some(e)),
+    };
+    let code = error.as_ref().map(|e| e.code().as_str());
+    let view = ResultView {
+        status,
+        code,
+        value: value.as_deref(),
+        content: &content,
+    };
+    let card = base
+        .tool
+        .as_ref()
+        .and_then(|t| t.tool.present_result(&base.args, &view));
+    let duration = base.started.elapsed();
+    let mut event = Event::Result(ResultEvent {
+        call_id: base.call_id,
+        tool: base.path,
+        caller: base.caller,
+        status,
+        code: code.map(str::to_owned),
+        message: error.as_ref().map(|e| e.message.clone()),
+        details: error.as_ref().map(CallError::details),
+        value,
+        content,
+        contexts,
+        card,
+        started_at: base.started_at,
+        duration_ms: duration.as_secs_f64() * 1000.0,
+        args: base.args,
+    });
+    inner.sinks.live(&event);
+    let durable = matches!(&event, Event::Result(e) if e.caller.is_durable());
+    if durable && !inner.sinks.durable.is_empty() {
+        event = match event {
+            Event::Result(e) => Event::Durable(e),
+            other => other,
+        };
+        inner.sinks.durable(&event);
+    }
+    let (Event::Result(e) | Event::Durable(e)) = event else {
+        unreachable!()
+    };
+    CallOutcome {
+        call_id: e.call_id,
+        tool: e.tool,
+        caller: e.caller,
+        status,
+        value: e.value,
+        content: e.content,
+        contexts: e.contexts,
+        call_card: base.call_card,
+        result_card: e.card,
+        timing: Timing {
+            started_at: e.started_at,
+            duration,
+            queued: waits.queued,
+            awaiting_approval: waits.approval,
+        },
+        error,
+    }
+}

@@ -1,0 +1,93 @@
+//! Per-tool call counts and latencies, recorded around the whole (retried) dispatch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{Around, Dispatch, Next};
+use crate::pipeline::error::{CallError, ErrorCode};
+use crate::pipeline::fxhash::FxBuildHasher;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolStats {
+    pub calls: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    /// Body attempts, retries included.
+    pub attempts: u64,
+    pub total: Duration,
+    pub max: Duration,
+}
+
+/// Shared metrics store; read it with [`Metrics::snapshot`].
+#[derive(Default)]
+pub struct Metrics {
+    by_tool: Mutex<HashMap<Arc<str>, ToolStats, FxBuildHasher>>,
+}
+
+impl Metrics {
+    pub fn snapshot(&self) -> HashMap<String, ToolStats> {
+        let map = self.by_tool.lock().unwrap_or_else(|p| p.into_inner());
+        map.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn record(&self, path: &Arc<str>, elapsed: Duration, attempts: u32, error: Option<ErrorCode>) {
+        let mut map = self.by_tool.lock().unwrap_or_else(|p| p.into_inner());
+        let stats = match map.get_mut(path) {
+            Some(s) => s,
+            None => map.entry(path.clone()).or_default(),
+        };
+        stats.calls += 1;
+        stats.attempts += u64::from(attempts);
+        stats.total += elapsed;
+        stats.max = stats.max.max(elapsed);
+        match error {
+            Some(ErrorCode::Timeout) => {
+                stats.errors += 1;
+                stats.timeouts += 1;
+            }
+            Some(_) => stats.errors += 1,
+            None => {}
+        }
+    }
+}
+
+pub struct MetricsWrapper {
+    metrics: Arc<Metrics>,
+}
+
+impl MetricsWrapper {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        MetricsWrapper { metrics }
+    }
+}
+
+impl Around for MetricsWrapper {
+    fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>> {
+        let metrics = self.metrics.clone();
+        let path = call.path.clone();
+        let start = Instant::now();
+        next.run(call)
+            .map(move |result| {
+                let attempts = match &result {
+                    Err(CallError {
+                        kind: crate::pipeline::ErrorKind::ToolError { attempts, .. },
+                        ..
+                    }) => *attempts,
+                    _ => 1,
+                };
+                metrics.record(
+                    &path,
+                    start.elapsed(),
+                    attempts,
+                    result.as_ref().err().map(CallError::code),
+                );
+                result
+            })
+            .boxed()
+    }
+}

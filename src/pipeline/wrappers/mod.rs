@@ -1,0 +1,126 @@
+//! Around-style execute wrappers (axum `from_fn` style): a wrapper gets the call and a [`Next`]
+//! and decides whether, when and how often to `next.run(call)`.
+//!
+//! # Ordering
+//! The first wrapper added is outermost: it sees the call first and the result last. The default
+//! stack is metrics -> retry -> timeout, so a timeout applies per attempt and metrics see the
+//! whole retried call.
+
+mod metrics;
+mod retry;
+mod timeout;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use metrics::{Metrics, MetricsWrapper, ToolStats};
+pub use retry::{RetryPolicy, RetryWrapper};
+pub use timeout::{DEFAULT_TIMEOUT, TimeoutWrapper};
+
+use super::call::Caller;
+use super::error::{CallError, ErrorKind};
+use crate::tool::{ExecContext, ProgressSink, ToolDefinition};
+
+/// The call as wrappers see it. Cheap to clone (retries run it again).
+#[derive(Clone)]
+pub struct Dispatch {
+    pub call_id: Arc<str>,
+    pub path: Arc<str>,
+    pub tool: ToolDefinition,
+    /// The arguments snapshot, shared with hooks, guards and the body.
+    pub args: Arc<Value>,
+    pub caller: Caller,
+    pub parallel: bool,
+    /// The call's own token (a child of the caller's): cancelling it asks the body to stop.
+    pub cancel: CancellationToken,
+    /// 1-based attempt number; the retry wrapper increments it.
+    pub attempt: u32,
+    pub(crate) progress: ProgressSink,
+}
+
+/// An execute wrapper.
+pub trait Around: Send + Sync + 'static {
+    fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>>;
+}
+
+/// The rest of the stack, ending in the tool body.
+#[derive(Clone)]
+pub struct Next {
+    chain: Arc<[Arc<dyn Around>]>,
+    index: usize,
+}
+
+impl Next {
+    pub(crate) fn new(chain: Arc<[Arc<dyn Around>]>) -> Self {
+        Next { chain, index: 0 }
+    }
+
+    /// Runs the remaining wrappers and the body.
+    pub fn run(self, call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
+        match self.chain.get(self.index) {
+            Some(layer) => {
+                let layer = layer.clone();
+                layer.around(
+                    call,
+                    Next {
+                        chain: self.chain,
+                        index: self.index + 1,
+                    },
+                )
+            }
+            None => run_body(call),
+        }
+    }
+}
+
+fn run_body(call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
+    let attempts = call.attempt;
+    let exec = ExecContext {
+        call_id: call.call_id,
+        caller: call.caller,
+        cancel: call.cancel,
+        attempt: attempts,
+        progress: call.progress,
+    };
+    // The body gets an owned copy of the snapshot (its signature takes `Value`); the snapshot
+    // itself stays untouched for hooks, events and presenters.
+    let fut = (call.tool.inner.execute)(Value::clone(&call.args), exec);
+    fut.map(move |r| {
+        r.map_err(|f| {
+            CallError::new(
+                ErrorKind::ToolError {
+                    retryable: f.retryable,
+                    attempts,
+                },
+                f.message,
+            )
+        })
+    })
+    .boxed()
+}
+
+struct AroundFn<F>(F);
+
+impl<F, Fut> Around for AroundFn<F>
+where
+    F: Fn(Dispatch, Next) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
+{
+    fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>> {
+        (self.0)(call, next).boxed()
+    }
+}
+
+/// A wrapper from an async closure: `around_fn(|call, next| async move { next.run(call).await })`.
+pub fn around_fn<F, Fut>(f: F) -> impl Around
+where
+    F: Fn(Dispatch, Next) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
+{
+    AroundFn(f)
+}

@@ -1,0 +1,224 @@
+//! `ToolDefinition::builder(name)...build()`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use super::definition::{ExecContext, ExecuteFn, ToolDefinition, ToolInner};
+use super::names::{is_identifier, sandbox_name};
+use super::present::{Card, ResultView};
+use crate::pipeline::ToolFailure;
+use crate::schema::{CompiledSchema, SchemaError, ToolSpec, sample_value};
+
+/// Why a tool definition could not be built.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolBuildError {
+    #[error("tool `{tool}`: parameters: {source}")]
+    Parameters { tool: String, source: SchemaError },
+    #[error("tool `{tool}`: output schema: {source}")]
+    Output { tool: String, source: SchemaError },
+    #[error("tool `{tool}` has no execute body")]
+    NoBody { tool: String },
+    #[error("tool `{tool}`: sandbox name `{sandbox_name}` is not an identifier")]
+    BadSandboxName { tool: String, sandbox_name: String },
+}
+
+/// Builder of a [`ToolDefinition`].
+pub struct ToolBuilder {
+    name: String,
+    sandbox_name: Option<String>,
+    description: String,
+    parameters: Value,
+    output: Option<Value>,
+    render: Option<super::definition::RenderFn>,
+    execute: Option<ExecuteFn>,
+    timeout: Option<Duration>,
+    classifier: Option<super::definition::ClassifierFn>,
+    present_call: Option<super::definition::PresentCallFn>,
+    present_result: Option<super::definition::PresentResultFn>,
+    finalize: Option<super::definition::FinalizeFn>,
+}
+
+impl ToolDefinition {
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            sandbox_name: None,
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            output: None,
+            render: None,
+            execute: None,
+            timeout: None,
+            classifier: None,
+            present_call: None,
+            present_result: None,
+            finalize: None,
+        }
+    }
+
+    /// A tool from an imported declaration; `execute` is the body (e.g. forwarding to MCP).
+    /// A read-only MCP tool is parallel-safe.
+    pub fn from_spec<F, Fut>(spec: &ToolSpec, execute: F) -> Result<ToolDefinition, ToolBuildError>
+    where
+        F: Fn(Value, ExecContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolFailure>> + Send + 'static,
+    {
+        let mut b = ToolDefinition::builder(&spec.name)
+            .description(&spec.description)
+            .parameters(spec.parameters.clone())
+            .execute(execute);
+        if let Some(out) = &spec.output_schema {
+            b = b.output_schema(out.clone());
+        }
+        if spec.read_only {
+            b = b.parallel_safe();
+        }
+        b.build()
+    }
+
+    /// A mock of an imported tool for dry runs (`codemode run --tools FILE`): the pipeline still
+    /// validates arguments; the body answers with a sample of the output schema (or, without one,
+    /// echoes `{tool, args}`).
+    pub fn mock_from_spec(spec: &ToolSpec) -> Result<ToolDefinition, ToolBuildError> {
+        let answer = spec.output_schema.as_ref().map(sample_value).map(Arc::new);
+        let name: Arc<str> = spec.name.as_str().into();
+        ToolDefinition::from_spec(spec, move |args, _exec| {
+            let value = match &answer {
+                Some(v) => Value::clone(v),
+                None => serde_json::json!({ "mock": true, "tool": &*name, "args": args }),
+            };
+            futures::future::ready(Ok(value))
+        })
+    }
+}
+
+impl ToolBuilder {
+    /// Overrides the derived sandbox name (must be an identifier).
+    pub fn sandbox_name(mut self, name: impl Into<String>) -> Self {
+        self.sandbox_name = Some(name.into());
+        self
+    }
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = text.into();
+        self
+    }
+    /// JSON Schema of the arguments: a DSL [`crate::schema::Schema`] or raw JSON.
+    pub fn parameters(mut self, schema: impl Into<Value>) -> Self {
+        self.parameters = schema.into();
+        self
+    }
+    /// JSON Schema of the canonical value the body returns.
+    pub fn output_schema(mut self, schema: impl Into<Value>) -> Self {
+        self.output = Some(schema.into());
+        self
+    }
+    /// Canonical value -> content.
+    pub fn render(mut self, f: impl Fn(&Value) -> String + Send + Sync + 'static) -> Self {
+        self.render = Some(Arc::new(f));
+        self
+    }
+    /// The async body.
+    pub fn execute<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Value, ExecContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolFailure>> + Send + 'static,
+    {
+        self.execute = Some(Arc::new(move |args, exec| f(args, exec).boxed()));
+        self
+    }
+    /// Declared timeout; metadata that the timeout wrapper enforces per attempt.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    pub fn timeout_ms(self, ms: u64) -> Self {
+        self.timeout(Duration::from_millis(ms))
+    }
+    /// Classifier of DESIGN.md section 4: the call is parallel only when it returns `true`.
+    pub fn is_concurrency_safe(
+        mut self,
+        f: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.classifier = Some(Arc::new(f));
+        self
+    }
+    /// Every call of this tool is parallel-safe (reads, searches).
+    pub fn parallel_safe(self) -> Self {
+        self.is_concurrency_safe(|_| true)
+    }
+    pub fn present_call(mut self, f: impl Fn(&Value) -> Card + Send + Sync + 'static) -> Self {
+        self.present_call = Some(Arc::new(f));
+        self
+    }
+    pub fn present_result(
+        mut self,
+        f: impl Fn(&Value, &ResultView<'_>) -> Card + Send + Sync + 'static,
+    ) -> Self {
+        self.present_result = Some(Arc::new(f));
+        self
+    }
+    /// Tool-owned last word on content (e.g. truncation), after all post hooks: `(content, value)`.
+    pub fn finalize_content(
+        mut self,
+        f: impl Fn(String, &Value) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.finalize = Some(Arc::new(f));
+        self
+    }
+
+    /// Compiles the schemas once.
+    ///
+    /// # Errors
+    /// A malformed schema, a missing body or a sandbox name that is not an identifier.
+    pub fn build(self) -> Result<ToolDefinition, ToolBuildError> {
+        let tool = self.name.clone();
+        let sandbox_name = match self.sandbox_name {
+            Some(s) if is_identifier(&s) => s,
+            Some(s) => {
+                return Err(ToolBuildError::BadSandboxName {
+                    tool,
+                    sandbox_name: s,
+                });
+            }
+            None => sandbox_name(&self.name),
+        };
+        let parameters = CompiledSchema::compile(self.parameters).map_err(|source| {
+            ToolBuildError::Parameters {
+                tool: tool.clone(),
+                source,
+            }
+        })?;
+        let output =
+            match self.output {
+                Some(schema) => Some(CompiledSchema::compile(schema).map_err(|source| {
+                    ToolBuildError::Output {
+                        tool: tool.clone(),
+                        source,
+                    }
+                })?),
+                None => None,
+            };
+        let execute = self.execute.ok_or(ToolBuildError::NoBody { tool })?;
+        Ok(ToolDefinition {
+            inner: Arc::new(ToolInner {
+                name: self.name,
+                sandbox_name,
+                description: self.description,
+                parameters,
+                output,
+                render: self.render,
+                execute,
+                timeout: self.timeout,
+                classifier: self.classifier,
+                present_call: self.present_call,
+                present_result: self.present_result,
+                finalize: self.finalize,
+            }),
+        })
+    }
+}

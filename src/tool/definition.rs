@@ -1,0 +1,142 @@
+//! A tool: declaration, body and the optional tool-owned hooks of DESIGN.md section 2.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::present::{Card, ResultView};
+use crate::pipeline::events::{Event, ProgressEvent, Sinks};
+use crate::pipeline::{Caller, ToolFailure};
+use crate::schema::CompiledSchema;
+
+pub(crate) type ExecuteFn =
+    Arc<dyn Fn(Value, ExecContext) -> BoxFuture<'static, Result<Value, ToolFailure>> + Send + Sync>;
+pub(crate) type RenderFn = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+pub(crate) type ClassifierFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+pub(crate) type PresentCallFn = Arc<dyn Fn(&Value) -> Card + Send + Sync>;
+pub(crate) type PresentResultFn = Arc<dyn Fn(&Value, &ResultView<'_>) -> Card + Send + Sync>;
+pub(crate) type FinalizeFn = Arc<dyn Fn(String, &Value) -> String + Send + Sync>;
+
+/// What a body gets besides its arguments.
+#[derive(Clone)]
+pub struct ExecContext {
+    pub call_id: Arc<str>,
+    pub caller: Caller,
+    /// Cancelled when the caller goes away or the attempt times out; long bodies should watch it.
+    pub cancel: CancellationToken,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    pub(crate) progress: ProgressSink,
+}
+
+impl ExecContext {
+    /// Emits a live `tools/progress` observation.
+    pub fn progress(&self, message: impl Into<String>) {
+        self.progress.report(&self.call_id, message.into());
+    }
+}
+
+/// Where `tools/progress` observations go.
+#[derive(Clone, Default)]
+pub(crate) struct ProgressSink {
+    pub(crate) sinks: Option<Arc<Sinks>>,
+}
+
+impl ProgressSink {
+    fn report(&self, call_id: &Arc<str>, message: String) {
+        if let Some(sinks) = &self.sinks {
+            let event = Event::Progress(ProgressEvent {
+                call_id: call_id.clone(),
+                message,
+                at: crate::pipeline::ids::now_rfc3339(),
+            });
+            sinks.live(&event);
+        }
+    }
+}
+
+pub(crate) struct ToolInner {
+    pub(crate) name: String,
+    pub(crate) sandbox_name: String,
+    pub(crate) description: String,
+    pub(crate) parameters: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) render: Option<RenderFn>,
+    pub(crate) execute: ExecuteFn,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) classifier: Option<ClassifierFn>,
+    pub(crate) present_call: Option<PresentCallFn>,
+    pub(crate) present_result: Option<PresentResultFn>,
+    pub(crate) finalize: Option<FinalizeFn>,
+}
+
+/// A tool definition. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct ToolDefinition {
+    pub(crate) inner: Arc<ToolInner>,
+}
+
+impl fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("name", &self.inner.name)
+            .field("sandbox_name", &self.inner.sandbox_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolDefinition {
+    /// The name as the source gives it (used when calling the source).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// The identifier used inside the sandbox.
+    pub fn sandbox_name(&self) -> &str {
+        &self.inner.sandbox_name
+    }
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+    pub fn parameters(&self) -> &Value {
+        self.inner.parameters.json()
+    }
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.inner.output.as_ref().map(CompiledSchema::json)
+    }
+    /// Declared metadata; enforced only by the timeout wrapper.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout
+    }
+    pub fn has_classifier(&self) -> bool {
+        self.inner.classifier.is_some()
+    }
+
+    /// Renders a canonical value into content (the tool's `render`, else the default).
+    pub fn render(&self, value: &Value) -> String {
+        match &self.inner.render {
+            Some(render) => render(value),
+            None => super::render::default_render(value),
+        }
+    }
+
+    /// The call card; `None` without a presenter. Panics in presenters yield a generic card.
+    pub fn present_call(&self, args: &Value) -> Option<Card> {
+        let present = self.inner.present_call.as_ref()?;
+        Some(guarded(|| present(args), &self.inner.sandbox_name))
+    }
+
+    /// The result card; `None` without a presenter.
+    pub fn present_result(&self, args: &Value, result: &ResultView<'_>) -> Option<Card> {
+        let present = self.inner.present_result.as_ref()?;
+        Some(guarded(|| present(args, result), &self.inner.sandbox_name))
+    }
+}
+
+fn guarded(f: impl FnOnce() -> Card, title: &str) -> Card {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Card::generic(title))
+}

@@ -1,0 +1,16 @@
+//! Tool definitions, sandbox names, rendering, presenter cards and the registry.
+
+mod builder;
+mod definition;
+mod names;
+mod present;
+mod registry;
+mod render;
+
+pub use builder::{ToolBuildError, ToolBuilder};
+pub(crate) use definition::ProgressSink;
+pub use definition::{ExecContext, ToolDefinition};
+pub use names::{is_identifier, sandbox_name};
+pub use present::{Card, ResultView, SearchHit};
+pub use registry::{RegisteredTool, RegistryError, ToolInfo, ToolRegistry};
+pub use render::default_render;

@@ -1,0 +1,78 @@
+//! Presenter cards (DESIGN.md section 6): render intents a UI draws without special-casing tool
+//! names. Presenters are pure functions of (args, durable result), so a replayed session log
+//! yields the same cards as the live run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::pipeline::CallStatus;
+
+/// One hit of a search card.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub path: String,
+    pub line: u64,
+    pub text: String,
+}
+
+/// A card: `{kind, title, ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Card {
+    Generic {
+        title: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<String>,
+    },
+    Terminal {
+        title: String,
+        command: String,
+        #[serde(default)]
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
+    },
+    Diff {
+        title: String,
+        path: String,
+        unified: String,
+    },
+    Search {
+        title: String,
+        query: String,
+        hits: Vec<SearchHit>,
+    },
+    Read {
+        title: String,
+        path: String,
+        /// First and last line shown, 1-based and inclusive.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[u64; 2]>,
+        text: String,
+    },
+    Web {
+        title: String,
+        url: String,
+        summary: String,
+    },
+}
+
+impl Card {
+    /// The card used when a tool has no presenter (or its presenter panicked).
+    pub fn generic(title: impl Into<String>) -> Self {
+        Card::Generic {
+            title: title.into(),
+            body: None,
+        }
+    }
+}
+
+/// The durable result a `present_result` presenter sees: exactly what the session log keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct ResultView<'a> {
+    pub status: CallStatus,
+    /// The error code, on error.
+    pub code: Option<&'a str>,
+    pub value: Option<&'a Value>,
+    pub content: &'a str,
+}
