@@ -14,6 +14,7 @@ compile_error!(
 );
 
 pub mod cli;
+pub mod codemode;
 pub mod pipeline;
 pub mod sandbox;
 pub mod schema;

@@ -24,8 +24,11 @@ pub trait ToolHost: Send + Sync + 'static {
 pub struct ToolRequest {
     /// The sandbox path the program used (may name no tool: the host answers `UNKNOWN_TOOL`).
     pub path: String,
-    /// The arguments after the value mapping of DESIGN.md §5.
+    /// The arguments after the value mapping of DESIGN.md §5 (`null` when unconvertible).
     pub args: Value,
+    /// Why the arguments could not be converted (a cycle, a throwing getter, a proxy trap): the
+    /// host must answer `INVALID_ARGS` without running the tool.
+    pub unconvertible: Option<String>,
     /// Run id and 1-based sequence number of this call within the run (caller provenance).
     pub run_id: String,
     pub seq: u64,

@@ -118,14 +118,7 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
     tools.issued += 1;
     *tools.calls_by_tool.entry(path.clone()).or_default() += 1;
     let reject = |failure: ToolFailure| Admission::Reject(failure_json(&path, &failure));
-    if !args_error.is_empty() {
-        let issue = json!({"path": "", "message": args_error});
-        return reject(ToolFailure::new(
-            "INVALID_ARGS",
-            format!("the arguments cannot be converted: {args_error}"),
-            json!({"issues": [issue]}),
-        ));
-    }
+    let unconvertible = (!args_error.is_empty()).then(|| args_error.to_string());
     if args.len() > tools.arg_bytes {
         return reject(ToolFailure::new(
             "LIMIT_EXCEEDED",
@@ -137,9 +130,10 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
             json!({"limit": tools.arg_bytes, "value": args.len()}),
         ));
     }
-    let args: Value = match serde_json::from_str(args) {
-        Ok(args) => args,
-        Err(e) => {
+    let args: Value = match (&unconvertible, serde_json::from_str(args)) {
+        (Some(_), _) => Value::Null,
+        (None, Ok(args)) => args,
+        (None, Err(e)) => {
             let issue = json!({"path": "", "message": e.to_string()});
             return reject(ToolFailure::new(
                 "INVALID_ARGS",
@@ -152,6 +146,7 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
     let request = ToolRequest {
         path,
         args,
+        unconvertible,
         run_id: tools.run_id.clone(),
         seq: tools.issued,
         cancel: tools.cancel.child_token(),

@@ -6,6 +6,7 @@ mod support;
 mod approval;
 mod audit_log;
 mod cli;
+mod code_mode;
 mod concurrency;
 mod errors_and_values;
 mod events;

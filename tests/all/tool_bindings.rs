@@ -43,6 +43,11 @@ impl ToolHost for ScriptedHost {
     }
 
     fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+        if let Some(problem) = request.unconvertible {
+            let issue = json!({"path": "", "message": problem});
+            let failure = ToolFailure::new("INVALID_ARGS", problem, json!({"issues": [issue]}));
+            return async move { ToolResponse::Err(failure) }.boxed();
+        }
         self.executed.lock().unwrap().push((
             request.path.clone(),
             request.args.clone(),

@@ -1,0 +1,86 @@
+//! [`ToolHost`] over the pipeline: every call of a program becomes one pipeline call with caller
+//! provenance `code_mode{run_id, seq}`, in the run's own scheduler scope.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use crate::pipeline::approval::ApprovalObserver;
+use crate::pipeline::{CallRequest, Caller, Pipeline, Scope};
+use crate::sandbox::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
+use crate::schema::ArgIssue;
+
+pub(crate) struct PipelineHost {
+    pub pipeline: Pipeline,
+    /// The run's child scope: its exclusive calls never wait on the `run_code` call itself.
+    pub scope: Arc<Scope>,
+    pub paths: Vec<String>,
+    /// The host runtime: pipeline calls run there, not on the sandbox worker, so tool bodies
+    /// keep the runtime (I/O drivers, blocking pool) their authors expect.
+    pub runtime: tokio::runtime::Handle,
+}
+
+/// Stops the run's deadline clock while a nested call awaits its approver.
+struct PauseDeadline(DeadlinePause);
+
+impl ApprovalObserver for PauseDeadline {
+    fn waiting_started(&self) {
+        self.0.pause();
+    }
+
+    fn waiting_ended(&self) {
+        self.0.resume();
+    }
+}
+
+impl ToolHost for PipelineHost {
+    fn paths(&self) -> Vec<String> {
+        self.paths.clone()
+    }
+
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+        let call = match request.unconvertible {
+            Some(problem) => {
+                CallRequest::unconvertible(&request.path, vec![ArgIssue::new("", problem)])
+            }
+            None => CallRequest::new(&request.path, request.args),
+        };
+        let call = call
+            .caller(Caller::code_mode(request.run_id, request.seq))
+            .scope(Arc::clone(&self.scope))
+            .cancel_token(request.cancel)
+            .approval_observer(Arc::new(PauseDeadline(request.deadline)));
+        // `call()` takes the call's place in the scope now, in issue order.
+        let handle = self.runtime.spawn(self.pipeline.call(call));
+        async move {
+            let outcome = match handle.await {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    return ToolResponse::Err(ToolFailure::new(
+                        "TOOL_ERROR",
+                        format!("the call failed inside the host: {e}"),
+                        json!({"retryable": false, "attempts": 1}),
+                    ));
+                }
+            };
+            match outcome.result() {
+                Ok(value) => ToolResponse::Ok {
+                    value: value.clone(),
+                    contexts: outcome
+                        .contexts
+                        .iter()
+                        .map(|c| (c.kind.clone(), c.text.clone()))
+                        .collect(),
+                },
+                Err(error) => ToolResponse::Err(ToolFailure::new(
+                    error.code().as_str(),
+                    error.message.clone(),
+                    error.details(),
+                )),
+            }
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,121 @@
+//! Code Mode: the sandbox and the pipeline joined (DESIGN.md §5).
+//!
+//! [`CodeMode`] builds the `run_code` tool, whose description embeds the SDK of the visible tools,
+//! and runs programs whose `tools.x(args)` calls each go through the full pipeline.
+//!
+//! ```no_run
+//! # async fn demo(mut registry: codemode::ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+//! use codemode::codemode::CodeMode;
+//! use codemode::sandbox::{Sandbox, SandboxConfig, Limits};
+//! use codemode::{CallRequest, Pipeline};
+//!
+//! let code_mode = CodeMode::new(Sandbox::new(SandboxConfig::default())?, Limits::default());
+//! registry.register(code_mode.tool(&registry)?)?;      // run_code, with the SDK in its description
+//! let pipeline = Pipeline::builder(registry).build();
+//! code_mode.attach(pipeline.clone());
+//! let outcome = pipeline
+//!     .call(CallRequest::new("run_code", serde_json::json!({"code": "return 1 + 1"})))
+//!     .await;
+//! # Ok(()) }
+//! ```
+
+mod host;
+mod run_code;
+
+use std::sync::{Arc, OnceLock};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::pipeline::Pipeline;
+use crate::sandbox::{Limits, RunError, RunOptions, RunOutcome, RunStatus, Sandbox};
+use crate::sdk::{SdkTool, generate_sdk};
+use crate::tool::{ToolInfo, ToolRegistry};
+
+pub use run_code::RUN_CODE;
+
+/// Runs programs against the visible tools of a pipeline. Cheap to clone.
+#[derive(Clone)]
+pub struct CodeMode {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sandbox: Sandbox,
+    limits: Limits,
+    /// Set once the pipeline exists (it contains `run_code`, which contains this).
+    pipeline: OnceLock<Pipeline>,
+}
+
+impl CodeMode {
+    pub fn new(sandbox: Sandbox, limits: Limits) -> CodeMode {
+        CodeMode {
+            inner: Arc::new(Inner {
+                sandbox,
+                limits,
+                pipeline: OnceLock::new(),
+            }),
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Connect to the pipeline whose registry holds the tools (and usually `run_code` itself).
+    /// The first pipeline attached wins.
+    pub fn attach(&self, pipeline: Pipeline) {
+        let _ = self.inner.pipeline.set(pipeline);
+    }
+
+    /// Run a program against the attached pipeline's visible tools.
+    pub async fn run(&self, code: &str, cancel: CancellationToken) -> RunOutcome {
+        let Some(pipeline) = self.inner.pipeline.get() else {
+            return RunOutcome::failed(
+                RunStatus::Error,
+                RunError::new(
+                    "InternalError",
+                    "code mode is not attached to a pipeline (call CodeMode::attach)",
+                ),
+            );
+        };
+        let paths = visible_tools(pipeline.registry())
+            .into_iter()
+            .map(|t| t.path)
+            .collect();
+        let host = host::PipelineHost {
+            pipeline: pipeline.clone(),
+            scope: pipeline.root_scope().child(),
+            paths,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        let options = RunOptions::new(self.inner.limits.clone())
+            .with_cancel(cancel)
+            .with_tools(Arc::new(host));
+        self.inner.sandbox.run_with(code, options).await
+    }
+}
+
+/// The tools a program sees: the registry without `run_code` (it never sees itself).
+pub fn visible_tools(registry: &ToolRegistry) -> Vec<ToolInfo> {
+    registry
+        .tools()
+        .into_iter()
+        .filter(|t| t.path != RUN_CODE)
+        .collect()
+}
+
+/// The TypeScript SDK (`tools.d.ts`) of the visible tools.
+pub fn sdk_for(registry: &ToolRegistry) -> String {
+    let tools: Vec<SdkTool> = visible_tools(registry)
+        .into_iter()
+        .map(|t| SdkTool {
+            namespace: t.namespace,
+            sandbox_name: t.sandbox_name,
+            original_name: t.name,
+            description: t.description,
+            input_schema: t.parameters,
+            output_schema: t.output_schema,
+        })
+        .collect();
+    generate_sdk(&tools)
+}
