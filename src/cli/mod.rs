@@ -2,6 +2,8 @@
 //! 2 usage or input error.
 
 mod run;
+mod sdk;
+mod tools_file;
 
 use clap::{Parser, Subcommand};
 
@@ -24,7 +26,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a program in the sandbox (optionally against mock tools).
     Run(run::RunArgs),
+    /// Print the TypeScript SDK (tools.d.ts) of the visible tools.
+    Sdk(sdk::SdkArgs),
+    /// List the visible tools with their sandbox names.
+    Tools(sdk::ToolsArgs),
 }
 
 /// Parse the arguments, run the command, and return the process exit code.
@@ -39,5 +46,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Sdk(args) => sdk::sdk(args),
+        Command::Tools(args) => sdk::tools(args),
     }
 }

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::tools_file::load_mock_registry;
 use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::Pipeline;
+use crate::codemode::CodeMode;
 use crate::sandbox::{
     Limits, MIB, RunError, RunOptions, RunOutcome, RunStatus, Sandbox, SandboxConfig, render,
     transpile,
@@ -14,7 +17,7 @@ use crate::sandbox::{
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64"
+    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64\n  codemode run script.ts --tools tools.json   # against mock tools"
 )]
 pub struct RunArgs {
     /// The program (TypeScript or JavaScript, the body of an async function); `-` reads stdin.
@@ -28,6 +31,10 @@ pub struct RunArgs {
     /// Heap limit of the isolate, in MiB.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=16384))]
     heap_mb: u64,
+    /// Tools for the program: an MCP tools/list result or OpenAI function definitions (JSON),
+    /// answered by a mock executor (validated arguments, schema-conforming sample values).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs) -> i32 {
@@ -59,6 +66,13 @@ pub fn run(args: RunArgs) -> i32 {
         }
         return EXIT_USAGE;
     }
+    let registry = match args.tools.as_deref().map(load_mock_registry).transpose() {
+        Ok(registry) => registry,
+        Err(message) => {
+            eprintln!("codemode run: {message}");
+            return EXIT_USAGE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -83,11 +97,20 @@ pub fn run(args: RunArgs) -> i32 {
                 on_ctrl_c.cancel();
             }
         });
-        Ok::<_, crate::sandbox::SandboxStartError>(
-            sandbox
-                .run_with(&source, RunOptions::new(limits.clone()).with_cancel(cancel))
-                .await,
-        )
+        let outcome = match registry {
+            // Every `tools.x(args)` goes through the full pipeline to the mock executors.
+            Some(registry) => {
+                let code_mode = CodeMode::new(sandbox, limits.clone());
+                code_mode.attach(Pipeline::builder(registry).build());
+                code_mode.run(&source, cancel).await
+            }
+            None => {
+                sandbox
+                    .run_with(&source, RunOptions::new(limits.clone()).with_cancel(cancel))
+                    .await
+            }
+        };
+        Ok::<_, crate::sandbox::SandboxStartError>(outcome)
     });
     let outcome = match outcome {
         Ok(outcome) => outcome,

@@ -14,17 +14,17 @@ use crate::tool::{Card, ToolBuildError, ToolDefinition, ToolRegistry};
 pub const RUN_CODE: &str = "run_code";
 
 fn description_limits(limits: &Limits) -> DescriptionLimits {
-    let mut d = DescriptionLimits::default();
-    d.deadline_ms = limits.deadline.as_millis() as u64;
-    d.heap_bytes = limits.heap_bytes as u64;
-    d.max_tool_calls = limits.tool_calls;
-    d.max_in_flight_calls = limits.in_flight_calls as u64;
-    d.console_bytes = limits.console_bytes as u64;
-    d.return_value_bytes = limits.return_bytes as u64;
-    d.program_bytes = limits.program_bytes as u64;
-    d.call_bytes = limits.call_arg_bytes.max(limits.call_result_bytes) as u64;
-    d.output_bytes = limits.output_bytes as u64;
-    d
+    DescriptionLimits {
+        deadline_ms: limits.deadline.as_millis() as u64,
+        heap_bytes: limits.heap_bytes as u64,
+        max_tool_calls: limits.tool_calls,
+        max_in_flight_calls: limits.in_flight_calls as u64,
+        console_bytes: limits.console_bytes as u64,
+        return_value_bytes: limits.return_bytes as u64,
+        program_bytes: limits.program_bytes as u64,
+        call_bytes: limits.call_arg_bytes.max(limits.call_result_bytes) as u64,
+        output_bytes: limits.output_bytes as u64,
+    }
 }
 
 impl CodeMode {

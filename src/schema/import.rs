@@ -87,11 +87,13 @@ fn import_entry(index: usize, entry: &Value) -> Result<ToolSpec, ImportError> {
         None => (obj, "tool"),
     };
     if let Some(t) = obj.get("type")
-        && t != "function" && obj.contains_key("function") {
-            return Err(err(format!(
-                "tool #{index}: unsupported type {t}, expected \"function\""
-            )));
-        }
+        && t != "function"
+        && obj.contains_key("function")
+    {
+        return Err(err(format!(
+            "tool #{index}: unsupported type {t}, expected \"function\""
+        )));
+    }
     let name = match def.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::String(_)) => return Err(err(format!("{form} #{index}: `name` is empty"))),

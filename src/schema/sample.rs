@@ -50,9 +50,10 @@ impl Sampler<'_> {
         if let Some(v) = s
             .get("default")
             .or_else(|| s.get("examples").and_then(|e| e.get(0)))
-            && self.valid(schema, v) {
-                return v.clone();
-            }
+            && self.valid(schema, v)
+        {
+            return v.clone();
+        }
         match s.get("type") {
             Some(Value::String(t)) => self.of_type(t, s, depth),
             Some(Value::Array(types)) => {

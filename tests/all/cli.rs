@@ -109,3 +109,91 @@ fn input_errors_exit_two_with_a_clear_message() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--timeout-ms"), "{stderr}");
 }
+
+const TOOLS_JSON: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[
+  {"name":"get-user","description":"Fetch a user","inputSchema":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]},
+   "outputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},
+  {"name":"search","description":"Search things","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}}}]}}"#;
+
+fn tools_file() -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(TOOLS_JSON.as_bytes()).unwrap();
+    file
+}
+
+#[test]
+fn tools_lists_sandbox_names_with_source_names() {
+    let file = tools_file();
+    let (code, stdout, _) = run_stdin(&["tools", "--tools", file.path().to_str().unwrap()], b"");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("tools.get_user") && stdout.contains("(source name: get-user)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("tools.search"), "{stdout}");
+}
+
+#[test]
+fn sdk_prints_and_writes_the_declarations() {
+    let file = tools_file();
+    let (code, stdout, _) = run_stdin(&["sdk", "--tools", file.path().to_str().unwrap()], b"");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("declare const tools") && stdout.contains("get_user("),
+        "{stdout}"
+    );
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let (code, _, _) = run_stdin(
+        &[
+            "sdk",
+            "--tools",
+            file.path().to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(out.path()).unwrap(), stdout);
+}
+
+#[test]
+fn run_with_mock_tools_validates_and_answers_samples() {
+    let file = tools_file();
+    let program = b"const u = await tools.get_user({ id: 1 }); let code; try { await tools.get_user({ id: 'x' }); } catch (e) { code = e.code; } return { name: typeof u.name, code };";
+    let (code, stdout, stderr) = run_stdin(
+        &[
+            "run",
+            "-",
+            "--json",
+            "--tools",
+            file.path().to_str().unwrap(),
+        ],
+        program,
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        outcome["value"],
+        serde_json::json!({"name": "string", "code": "INVALID_ARGS"})
+    );
+    assert_eq!(outcome["stats"]["tool_calls"], 2);
+}
+
+#[test]
+fn bad_tools_files_are_input_errors() {
+    let mut bad = tempfile::NamedTempFile::new().unwrap();
+    bad.write_all(b"{\"tools\": [ {\"description\": \"no name\"} ]}")
+        .unwrap();
+    let (code, _, stderr) = run_stdin(&["sdk", "--tools", bad.path().to_str().unwrap()], b"");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("tool #"), "{stderr}");
+    let (code, _, stderr) = run_stdin(&["tools", "--tools", "/nope/tools.json"], b"");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no such file"), "{stderr}");
+    let mut garbage = tempfile::NamedTempFile::new().unwrap();
+    garbage.write_all(b"{ not json").unwrap();
+    let (code, _, stderr) = run_stdin(&["sdk", "--tools", garbage.path().to_str().unwrap()], b"");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not valid JSON (line 1"), "{stderr}");
+}

@@ -1,0 +1,133 @@
+//! Code Mode costs, each measured in the same run as its floor.
+//!
+//! - `raw_async_op_floor_x1000`: 1000 sequential awaits of a no-op async deno_core op (no glue).
+//! - `binding_roundtrip_x1000`: 1000 sequential `await tools.noop({})` in a sandboxed program;
+//!   every call crosses the op and runs the full pipeline (validation, scheduler, wrappers,
+//!   events).
+//! - `direct_pipeline_call_x1000`: 1000 sequential pipeline calls of the same tool from Rust.
+//! - `parallel_100`: 100 parallel-safe calls of a 10 ms tool under `Promise.all` (pool and
+//!   in-flight limits 128); the ideal is 10 ms.
+//! - `run_overhead`: one pooled program that makes no call (subtract it from the x1000 numbers).
+
+use std::time::Duration;
+
+use codemode::codemode::CodeMode;
+use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::{CallRequest, Pipeline, ToolDefinition, ToolRegistry};
+use criterion::{Criterion, criterion_group, criterion_main};
+use deno_core::{JsRuntime, PollEventLoopOptions, RuntimeOptions, op2};
+use serde_json::json;
+
+#[op2]
+async fn op_bench_noop() {}
+
+deno_core::extension!(bench_floor, ops = [op_bench_noop]);
+
+fn pipeline_with_tools() -> Pipeline {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            ToolDefinition::builder("noop")
+                .description("does nothing")
+                .parameters(json!({"type": "object"}))
+                .execute(|_args, _exec| async { Ok(json!(null)) })
+                .parallel_safe()
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::builder("sleep10")
+                .description("sleeps 10 ms")
+                .parameters(json!({"type": "object"}))
+                .execute(|_args, _exec| async {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    Ok(json!(1))
+                })
+                .parallel_safe()
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    Pipeline::builder(registry).pool_size(128).build()
+}
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("code_mode");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(6));
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    group.bench_function("raw_async_op_floor_x1000", |b| {
+        let local = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        b.iter(|| {
+            let mut runtime = JsRuntime::new(RuntimeOptions { extensions: vec![bench_floor::init()], ..Default::default() });
+            runtime
+                .execute_script("floor", "(async () => { const op = Deno.core.ops.op_bench_noop; for (let i = 0; i < 1000; i++) await op(); })()")
+                .unwrap();
+            local.block_on(runtime.run_event_loop(PollEventLoopOptions::default())).unwrap();
+        })
+    });
+
+    let limits = Limits {
+        in_flight_calls: 128,
+        ..Limits::default()
+    };
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        limits: limits.clone(),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let code_mode = CodeMode::new(sandbox, limits);
+    let pipeline = pipeline_with_tools();
+    code_mode.attach(pipeline.clone());
+
+    group.bench_function("run_overhead", |b| {
+        b.iter(|| {
+            let outcome = host.block_on(code_mode.run("return 1;", Default::default()));
+            assert!(outcome.is_ok());
+        })
+    });
+
+    group.bench_function("binding_roundtrip_x1000", |b| {
+        b.iter(|| {
+            let outcome = host.block_on(code_mode.run(
+                "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1;",
+                Default::default(),
+            ));
+            assert!(outcome.is_ok(), "{}", outcome.to_json());
+        })
+    });
+
+    group.bench_function("direct_pipeline_call_x1000", |b| {
+        b.iter(|| {
+            host.block_on(async {
+                for _ in 0..1000 {
+                    let outcome = pipeline.call(CallRequest::new("noop", json!({}))).await;
+                    assert!(outcome.is_ok());
+                }
+            })
+        })
+    });
+
+    group.bench_function("parallel_100", |b| {
+        b.iter(|| {
+            let outcome = host.block_on(code_mode.run(
+                "const r = await Promise.all(Array.from({ length: 100 }, () => tools.sleep10({}))); return r.length;",
+                Default::default(),
+            ));
+            assert!(outcome.is_ok(), "{}", outcome.to_json());
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(code_mode_benches, benches);
+criterion_main!(code_mode_benches);
