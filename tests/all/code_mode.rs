@@ -385,3 +385,45 @@ async fn run_status_reflects_program_failures() {
         Some("INVALID_ARGS")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_records_nested_calls_without_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit_path = dir.path().join("audit.jsonl");
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(
+            ToolDefinition::builder("lookup")
+                .description("returns a secret")
+                .parameters(json!({"type": "object", "properties": {"key": {"type": "string"}}}))
+                .execute(|_args, _exec| async { Ok(json!({"secret": "do-not-log-me"})) })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let code_mode = CodeMode::new(sandbox().clone(), Limits::default());
+    registry
+        .register(code_mode.tool(&registry).unwrap())
+        .unwrap();
+    let audit = codemode::pipeline::audit_log::AuditLog::open(&audit_path).unwrap();
+    let pipeline = Pipeline::builder(registry).observer(audit).build();
+    code_mode.attach(pipeline.clone());
+    let outcome = pipeline
+        .call(CallRequest::new(RUN_CODE, json!({"code": "await tools.lookup({ key: 'a' }); try { await tools.lookup({ key: 1 }); } catch {} return 'done';"})))
+        .await;
+    assert!(outcome.is_ok());
+    let audit = std::fs::read_to_string(&audit_path).unwrap();
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{audit}");
+    assert_eq!(records[0]["tool"], "lookup");
+    assert_eq!(records[0]["status"], "ok");
+    assert_eq!(records[1]["code"], "INVALID_ARGS");
+    assert_eq!(records[0]["args_sha256"].as_str().unwrap().len(), 64);
+    assert!(
+        !audit.contains("do-not-log-me"),
+        "a value reached the audit log: {audit}"
+    );
+}
