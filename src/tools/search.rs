@@ -427,6 +427,9 @@ fn run_grep(root: &Root, args: &Value, cancel: &CancellationToken) -> Result<Val
     Ok(json!({"matches": matches, "truncated": truncated}))
 }
 
+/// The lines of one file to print: line number -> (is a match, text).
+type FileLines<'a> = BTreeMap<u64, (bool, &'a str)>;
+
 /// ripgrep's layout: `path:line:text` for matches, `path-line-text` for context lines, `--`
 /// between groups that are not adjacent.
 fn render_grep(value: &Value) -> String {
@@ -441,7 +444,7 @@ fn render_grep(value: &Value) -> String {
         .iter()
         .any(|m| m.get("before").is_some() || m.get("after").is_some());
     // Lines to print, grouped by file in result order: line -> (is a match, text).
-    let mut files: Vec<(&str, BTreeMap<u64, (bool, &str)>)> = Vec::new();
+    let mut files: Vec<(&str, FileLines<'_>)> = Vec::new();
     for m in matches {
         let path = m["path"].as_str().unwrap_or("");
         if files.last().is_none_or(|(p, _)| *p != path) {
