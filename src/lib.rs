@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod sdk;
 pub mod tool;
+pub mod tools;
 
 pub use pipeline::{
     CallError, CallOutcome, CallRequest, CallStatus, Caller, ErrorCode, Pipeline, PipelineBuilder,

@@ -5,6 +5,7 @@ mod support;
 
 mod approval;
 mod audit_log;
+mod builtin_tools;
 mod cli;
 mod code_mode;
 mod concurrency;
