@@ -13,6 +13,7 @@ build: setup
 
 # The main job: run the demo program in the sandbox.
 demo: setup
+	cargo run --release -- run examples/repo_tour.ts --root .
 	cargo run --release -- run examples/demo.ts
 
 # The test command CI runs (README "Quick start").

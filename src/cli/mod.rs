@@ -3,6 +3,7 @@
 
 mod run;
 mod sdk;
+mod sources;
 mod tools_file;
 
 use clap::{Parser, Subcommand};

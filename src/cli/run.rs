@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::tools_file::load_mock_registry;
+use super::sources;
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::Pipeline;
 use crate::codemode::CodeMode;
 use crate::sandbox::{
     Limits, MIB, RunError, RunOptions, RunOutcome, RunStatus, Sandbox, SandboxConfig, render,
@@ -17,7 +16,7 @@ use crate::sandbox::{
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64\n  codemode run script.ts --tools tools.json   # against mock tools"
+    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64\n  codemode run script.ts --tools tools.json   # against mock tools\n  codemode run examples/repo_tour.ts --root .  # with the built-in tools"
 )]
 pub struct RunArgs {
     /// The program (TypeScript or JavaScript, the body of an async function); `-` reads stdin.
@@ -35,6 +34,10 @@ pub struct RunArgs {
     /// answered by a mock executor (validated arguments, schema-conforming sample values).
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
+    /// Enable the built-in tools (read_file, list_dir, glob, grep, write_file, edit_file, shell),
+    /// confined to DIR. Writes and shell ask first, and asks are refused in this build.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs) -> i32 {
@@ -66,8 +69,9 @@ pub fn run(args: RunArgs) -> i32 {
         }
         return EXIT_USAGE;
     }
-    let registry = match args.tools.as_deref().map(load_mock_registry).transpose() {
-        Ok(registry) => registry,
+    let with_tools = args.tools.is_some() || args.root.is_some();
+    let sources = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
+        Ok(sources) => with_tools.then_some(sources),
         Err(message) => {
             eprintln!("codemode run: {message}");
             return EXIT_USAGE;
@@ -97,11 +101,11 @@ pub fn run(args: RunArgs) -> i32 {
                 on_ctrl_c.cancel();
             }
         });
-        let outcome = match registry {
-            // Every `tools.x(args)` goes through the full pipeline to the mock executors.
-            Some(registry) => {
+        let outcome = match sources {
+            // Every `tools.x(args)` goes through the full pipeline.
+            Some(sources) => {
                 let code_mode = CodeMode::new(sandbox, limits.clone());
-                code_mode.attach(Pipeline::builder(registry).build());
+                code_mode.attach(sources.pipeline());
                 code_mode.run(&source, cancel).await
             }
             None => {
@@ -123,6 +127,13 @@ pub fn run(args: RunArgs) -> i32 {
         println!("{}", outcome.to_json());
     } else {
         print!("{}", render(&outcome, usize::MAX));
+        if outcome.stats.tool_calls > 0 {
+            let stats = &outcome.stats;
+            eprintln!(
+                "[{} tool calls in {:.1} ms; {} bytes kept in the sandbox, {} bytes returned]",
+                stats.tool_calls, stats.wall_ms, stats.bytes_kept_in_sandbox, stats.bytes_returned
+            );
+        }
     }
     if outcome.is_ok() { 0 } else { EXIT_FAILED }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::tools_file::load_mock_registry;
+use super::sources;
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::codemode::{sdk_for, visible_tools};
 
@@ -15,7 +15,10 @@ use crate::codemode::{sdk_for, visible_tools};
 pub struct SdkArgs {
     /// Tool definitions: an MCP tools/list result or OpenAI function definitions (JSON).
     #[arg(long, value_name = "FILE")]
-    tools: PathBuf,
+    tools: Option<PathBuf>,
+    /// Include the built-in tools (confined to DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
     /// Write the SDK here instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -26,12 +29,15 @@ pub struct SdkArgs {
 pub struct ToolsArgs {
     /// Tool definitions: an MCP tools/list result or OpenAI function definitions (JSON).
     #[arg(long, value_name = "FILE")]
-    tools: PathBuf,
+    tools: Option<PathBuf>,
+    /// Include the built-in tools (confined to DIR).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
 }
 
 pub fn sdk(args: SdkArgs) -> i32 {
-    let registry = match load_mock_registry(&args.tools) {
-        Ok(registry) => registry,
+    let registry = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
+        Ok(sources) => sources.registry,
         Err(message) => {
             eprintln!("codemode sdk: {message}");
             return EXIT_USAGE;
@@ -54,8 +60,8 @@ pub fn sdk(args: SdkArgs) -> i32 {
 }
 
 pub fn tools(args: ToolsArgs) -> i32 {
-    let registry = match load_mock_registry(&args.tools) {
-        Ok(registry) => registry,
+    let registry = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
+        Ok(sources) => sources.registry,
         Err(message) => {
             eprintln!("codemode tools: {message}");
             return EXIT_USAGE;

@@ -197,3 +197,52 @@ fn bad_tools_files_are_input_errors() {
     assert_eq!(code, 2);
     assert!(stderr.contains("not valid JSON (line 1"), "{stderr}");
 }
+
+#[test]
+fn run_with_root_reads_and_refuses_writes_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let program = b"const r = await tools.read_file({ path: 'notes.txt' }); let code; try { await tools.write_file({ path: 'x.txt', content: 'x' }); } catch (e) { code = [e.code, e.details.by]; } return { lines: r.total_lines, code };";
+    let (code, stdout, stderr) = run_stdin(
+        &["run", "-", "--json", "--root", dir.path().to_str().unwrap()],
+        program,
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        outcome["value"],
+        serde_json::json!({"lines": 2, "code": ["DENIED", "approver"]})
+    );
+    assert!(
+        !dir.path().join("x.txt").exists(),
+        "a refused write must not happen"
+    );
+}
+
+#[test]
+fn a_missing_root_is_an_input_error() {
+    let (code, _, stderr) = run_stdin(&["tools", "--root", "/definitely/not/a/dir"], b"");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--root"), "{stderr}");
+}
+
+#[test]
+fn tools_with_root_lists_the_builtins() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = run_stdin(&["tools", "--root", dir.path().to_str().unwrap()], b"");
+    assert_eq!(code, 0);
+    for name in [
+        "read_file",
+        "list_dir",
+        "glob",
+        "grep",
+        "write_file",
+        "edit_file",
+        "shell",
+    ] {
+        assert!(
+            stdout.contains(&format!("tools.{name}")),
+            "{name} missing: {stdout}"
+        );
+    }
+}
