@@ -59,6 +59,9 @@ pub struct SandboxConfig {
     /// Stack of each worker thread. The engine's own stack limit (about 1 MiB) sits well inside
     /// it, so deep recursion is a catchable `RangeError`, never a native stack overflow.
     pub worker_stack_bytes: usize,
+    /// Isolates a worker thread builds before a fresh thread takes its place (the engine keeps
+    /// per-thread state that wears out after some thousands of isolates).
+    pub isolates_per_thread: usize,
 }
 
 impl Default for SandboxConfig {
@@ -70,6 +73,7 @@ impl Default for SandboxConfig {
             workers: cores.max(2),
             limits: Limits::default(),
             worker_stack_bytes: 16 * MIB,
+            isolates_per_thread: pool::ISOLATES_PER_THREAD,
         }
     }
 }
@@ -135,6 +139,7 @@ impl Sandbox {
             config.workers.max(1),
             config.worker_stack_bytes,
             config.limits.heap_bytes,
+            config.isolates_per_thread,
         )?;
         Ok(Sandbox {
             pool: Arc::new(pool),

@@ -40,6 +40,7 @@ impl Pool {
         workers: usize,
         stack_bytes: usize,
         warm_heap_bytes: usize,
+        isolates_per_thread: usize,
     ) -> std::io::Result<Pool> {
         let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
         let mut handles = Vec::with_capacity(workers);
@@ -47,11 +48,15 @@ impl Pool {
         for id in 0..workers {
             let receiver = receiver.clone();
             let warm = Arc::clone(&warm);
-            let handle = std::thread::Builder::new()
-                .name(format!("codemode-sandbox-{id}"))
-                .stack_size(stack_bytes)
-                .spawn(move || worker_main(id, &receiver, warm_heap_bytes, &warm))?;
-            handles.push(handle);
+            let worker = Worker {
+                id,
+                jobs: receiver,
+                warm_heap_bytes,
+                warm_count: warm,
+                stack_bytes,
+                isolates_per_thread: isolates_per_thread.max(1),
+            };
+            handles.push(worker.spawn()?);
         }
         Ok(Pool {
             sender: Some(sender),
@@ -78,69 +83,129 @@ impl Drop for Pool {
     }
 }
 
-fn worker_main(id: usize, jobs: &Receiver<Job>, warm_heap_bytes: usize, warm_count: &AtomicUsize) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => return fail_all(jobs, &format!("cannot start the worker's event loop: {e}")),
-    };
-    let watchdog = match Watchdog::spawn(format!("codemode-watchdog-{id}")) {
-        Ok(watchdog) => watchdog,
-        Err(e) => return fail_all(jobs, &format!("cannot start the watchdog thread: {e}")),
-    };
-    let prepare = || {
-        let engine = Engine::new(warm_heap_bytes).ok();
-        if engine.is_some() {
-            warm_count.fetch_add(1, Ordering::SeqCst);
-        }
-        engine
-    };
-    let mut warm = prepare();
-    while let Ok(job) = jobs.recv() {
-        if warm.is_some() {
-            warm_count.fetch_sub(1, Ordering::SeqCst);
-        }
-        let Job {
-            program,
-            limits,
-            tools,
-            link,
-            reply,
-        } = job;
-        let engine = match warm.take() {
-            Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
-            _ => Engine::new(limits.heap_bytes),
-        };
-        let (outcome, used) = match engine {
-            Ok(mut engine) => {
-                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    runtime.block_on(execute(
-                        &mut engine,
-                        &program,
-                        &limits,
-                        tools,
-                        &watchdog,
-                        move |control| {
-                            link.started(control);
-                        },
-                    ))
-                }))
-                .unwrap_or_else(|panic| {
-                    internal_error(&format!(
-                        "the sandbox worker panicked: {}",
-                        panic_message(&panic)
-                    ))
-                });
-                (outcome, Some(engine))
+/// Isolates a worker thread builds, by default, before it hands its place to a fresh thread.
+/// The engine facade keeps per-thread state: after some thousands of isolates on one thread,
+/// creating another fails (seen in benchmarks). Recycling well before that keeps the pool healthy.
+pub(crate) const ISOLATES_PER_THREAD: usize = 500;
+
+/// What a worker thread needs; a replacement thread gets the same.
+struct Worker {
+    id: usize,
+    jobs: Receiver<Job>,
+    warm_heap_bytes: usize,
+    warm_count: Arc<AtomicUsize>,
+    stack_bytes: usize,
+    isolates_per_thread: usize,
+}
+
+impl Worker {
+    fn spawn(self) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(format!("codemode-sandbox-{}", self.id))
+            .stack_size(self.stack_bytes)
+            .spawn(move || self.run())
+    }
+
+    /// Build an isolate; a panic in the engine becomes an error.
+    fn build(&self, heap_bytes: usize) -> Result<Engine, String> {
+        std::panic::catch_unwind(|| Engine::new(heap_bytes)).unwrap_or_else(|panic| {
+            Err(format!(
+                "the engine failed to start: {}",
+                panic_message(&panic)
+            ))
+        })
+    }
+
+    fn run(self) {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                return fail_all(
+                    &self.jobs,
+                    &format!("cannot start the worker's event loop: {e}"),
+                );
             }
-            Err(message) => (internal_error(&message), None),
         };
-        let _ = reply.send(outcome);
-        // Tear down the used isolate and prepare the next one while no caller is waiting.
-        drop(used);
-        warm = prepare();
+        let watchdog = match Watchdog::spawn(format!("codemode-watchdog-{}", self.id)) {
+            Ok(watchdog) => watchdog,
+            Err(e) => {
+                return fail_all(
+                    &self.jobs,
+                    &format!("cannot start the watchdog thread: {e}"),
+                );
+            }
+        };
+        let mut built = 0usize;
+        let prepare = |built: &mut usize| {
+            *built += 1;
+            let engine = self.build(self.warm_heap_bytes).ok();
+            if engine.is_some() {
+                self.warm_count.fetch_add(1, Ordering::SeqCst);
+            }
+            engine
+        };
+        let mut warm = prepare(&mut built);
+        // A thread that cannot build isolates any more hands over to a fresh one.
+        while warm.is_some() && built < self.isolates_per_thread {
+            let Ok(job) = self.jobs.recv() else { return };
+            self.warm_count.fetch_sub(1, Ordering::SeqCst);
+            let Job {
+                program,
+                limits,
+                tools,
+                link,
+                reply,
+            } = job;
+            let engine = match warm.take() {
+                Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
+                _ => {
+                    built += 1;
+                    self.build(limits.heap_bytes)
+                }
+            };
+            let (outcome, used) = match engine {
+                Ok(mut engine) => {
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        runtime.block_on(execute(
+                            &mut engine,
+                            &program,
+                            &limits,
+                            tools,
+                            &watchdog,
+                            move |control| {
+                                link.started(control);
+                            },
+                        ))
+                    }))
+                    .unwrap_or_else(|panic| {
+                        internal_error(&format!(
+                            "the sandbox worker panicked: {}",
+                            panic_message(&panic)
+                        ))
+                    });
+                    (outcome, Some(engine))
+                }
+                Err(message) => (internal_error(&message), None),
+            };
+            let _ = reply.send(outcome);
+            // Tear down the used isolate and prepare the next one while no caller is waiting.
+            drop(used);
+            warm = prepare(&mut built);
+        }
+        if let Some(engine) = warm.take() {
+            self.warm_count.fetch_sub(1, Ordering::SeqCst);
+            drop(engine);
+        }
+        drop(watchdog);
+        drop(runtime);
+        // Hand the place to a fresh thread (its own thread-local engine state).
+        let jobs = self.jobs.clone();
+        if self.spawn().is_err() {
+            fail_all(&jobs, "cannot start a replacement sandbox worker thread");
+        }
     }
 }
 

@@ -79,3 +79,26 @@ async fn runs_with_their_own_heap_limit_work() {
         .await;
     assert_eq!(outcome.value_json(), Some(json!("small heap")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_threads_are_recycled_and_keep_serving() {
+    // Each thread builds 3 isolates, then a fresh thread takes its place.
+    let pool = Sandbox::new(SandboxConfig {
+        workers: 1,
+        isolates_per_thread: 3,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    for i in 0..10 {
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(30), pool.run(&format!("return {i};")))
+                .await
+                .expect("the recycled pool keeps serving");
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!(i)),
+            "{}",
+            outcome.to_json()
+        );
+    }
+}
