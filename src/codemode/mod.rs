@@ -86,7 +86,6 @@ impl CodeMode {
             pipeline: pipeline.clone(),
             scope: pipeline.root_scope().child(),
             paths,
-            runtime: tokio::runtime::Handle::current(),
         };
         let options = RunOptions::new(self.inner.limits.clone())
             .with_cancel(cancel)

@@ -148,6 +148,11 @@ impl Worker {
             engine
         };
         let mut warm = prepare(&mut built);
+        if warm.is_none() {
+            // The engine failed on a fresh thread: back off before the next thread tries, so a
+            // persistent failure cannot become a hot loop of thread spawns.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
         // A thread that cannot build isolates any more hands over to a fresh one.
         while warm.is_some() && built < self.isolates_per_thread {
             let Ok(job) = self.jobs.recv() else { return };
