@@ -85,8 +85,9 @@ impl Drop for Pool {
 
 /// Isolates a worker thread builds, by default, before it hands its place to a fresh thread.
 /// The engine facade keeps per-thread state: after some thousands of isolates on one thread,
-/// creating another fails (seen in benchmarks). Recycling well before that keeps the pool healthy.
-pub(crate) const ISOLATES_PER_THREAD: usize = 500;
+/// creating another fails (seen in benchmarks after roughly 100-200 isolates on one thread).
+/// Recycling well before that keeps the pool healthy; a thread spawn costs far less than an isolate.
+pub(crate) const ISOLATES_PER_THREAD: usize = 64;
 
 /// What a worker thread needs; a replacement thread gets the same.
 struct Worker {
