@@ -18,7 +18,7 @@ demo: setup
 
 # The test command CI runs (README "Quick start").
 test: setup
-	cargo test --all-targets
+	cargo test
 
 # The V8 engine is compile-checked only (its build script would download a prebuilt library).
 check-v8:
