@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codemode::sdk::{SdkTool, is_identifier};
+use codemode::sdk::SdkTool;
 use serde_json::Value;
 
 pub fn fixtures_dir() -> PathBuf {
@@ -57,28 +57,7 @@ fn sdk_tool(tool: &Value, namespace: Option<String>) -> SdkTool {
     }
 }
 
-/// The design contract's sandbox-name rule (the registry owns it; repeated here so the corpus
-/// looks exactly like what the registry will hand the generator).
-pub fn sandbox_name(name: &str) -> String {
-    if is_identifier(name) {
-        return name.to_owned();
-    }
-    let mut out = String::with_capacity(name.len() + 1);
-    let mut in_run = false;
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
-            out.push(c);
-            in_run = false;
-        } else if !in_run {
-            out.push('_');
-            in_run = true;
-        }
-    }
-    if out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, '_');
-    }
-    out
-}
+pub use codemode::tool::sandbox_name;
 
 #[test]
 fn sandbox_names_follow_the_design_rule() {
