@@ -15,6 +15,7 @@ compile_error!(
 
 pub mod cli;
 pub mod codemode;
+pub mod mcp;
 pub mod pipeline;
 pub mod sandbox;
 pub mod schema;

@@ -33,6 +33,19 @@ use crate::tool::{ToolInfo, ToolRegistry};
 
 pub use run_code::RUN_CODE;
 
+tokio::task_local! {
+    static CHOSEN_RUN_ID: Arc<str>;
+}
+
+/// Drive `call` (a future that calls `run_code` through the pipeline) so that its run uses
+/// `run_id`: nested calls then carry `code_mode{run_id, seq}` with an id the caller chose, which lets
+/// a harness match their events and approval requests to its own request (the MCP server does, for
+/// progress notifications and elicitation). Pipeline bodies run inside the caller's future, so the
+/// choice reaches the `run_code` body without threading it through the pipeline's types.
+pub async fn with_run_id<F: Future>(run_id: impl Into<Arc<str>>, call: F) -> F::Output {
+    CHOSEN_RUN_ID.scope(run_id.into(), call).await
+}
+
 /// Runs programs against the visible tools of a pipeline. Cheap to clone.
 #[derive(Clone)]
 pub struct CodeMode {
@@ -87,9 +100,12 @@ impl CodeMode {
             scope: pipeline.root_scope().child(),
             paths,
         };
-        let options = RunOptions::new(self.inner.limits.clone())
+        let mut options = RunOptions::new(self.inner.limits.clone())
             .with_cancel(cancel)
             .with_tools(Arc::new(host));
+        if let Ok(run_id) = CHOSEN_RUN_ID.try_with(|id| id.to_string()) {
+            options = options.with_run_id(run_id);
+        }
         self.inner.sandbox.run_with(code, options).await
     }
 }

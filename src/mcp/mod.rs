@@ -1,0 +1,83 @@
+//! Code Mode over MCP (issue 5): `codemode mcp` serves `run_code` on stdio, with the built-ins and
+//! upstream MCP servers (`--upstream NS=CMD`) as tool sources behind the full pipeline.
+//!
+//! - [`upstream`]: an upstream server as a tool source (child process, minimal environment).
+//! - [`content`]: an upstream result as a canonical value.
+//! - [`catalog`]: the tools served, rebuilt when an upstream's list changes.
+//! - [`server`]: the `ServerHandler` (progress, cancellation, elicitation approvals).
+
+mod approve;
+pub mod catalog;
+pub mod content;
+mod live;
+pub mod server;
+pub mod upstream;
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use tokio::sync::mpsc;
+
+pub use catalog::{CatalogParts, PipelineFactory, UpstreamSource, VisibleFilter};
+pub use server::CodemodeServer;
+pub use upstream::{Upstream, UpstreamError, UpstreamSpec};
+
+/// The upstreams that started, the ones that did not (with the reason), and the stream of
+/// "tools changed" notices from the ones that did.
+pub struct StartedUpstreams {
+    pub sources: Vec<UpstreamSource>,
+    pub failures: Vec<UpstreamError>,
+    pub list_changed: mpsc::UnboundedReceiver<String>,
+}
+
+/// Start every upstream concurrently and list its tools. One that fails does not stop the others.
+pub async fn start_upstreams(specs: &[UpstreamSpec], timeout: Duration) -> StartedUpstreams {
+    let (tx, list_changed) = mpsc::unbounded_channel();
+    let starts = specs.iter().map(|spec| {
+        let tx = tx.clone();
+        async move {
+            let notify: upstream::ListChanged = std::sync::Arc::new(move |namespace: &str| {
+                let _ = tx.send(namespace.to_string());
+            });
+            let upstream = Upstream::connect(spec, timeout, Some(notify)).await?;
+            let specs = upstream.list_tools(timeout).await?;
+            Ok::<_, UpstreamError>(UpstreamSource { upstream, specs })
+        }
+    });
+    let mut sources = Vec::new();
+    let mut failures = Vec::new();
+    for started in futures::future::join_all(starts).await {
+        match started {
+            Ok(source) => sources.push(source),
+            Err(e) => failures.push(e),
+        }
+    }
+    StartedUpstreams {
+        sources,
+        failures,
+        list_changed,
+    }
+}
+
+/// Serve `server` on stdin/stdout until the client disconnects, refreshing the catalog whenever an
+/// upstream reports a changed tool list.
+pub async fn serve_stdio(
+    server: CodemodeServer,
+    mut list_changed: mpsc::UnboundedReceiver<String>,
+) -> Result<(), String> {
+    let refresher = server.clone();
+    tokio::spawn(async move {
+        while let Some(namespace) = list_changed.recv().await {
+            refresher.refresh(&namespace).await;
+        }
+    });
+    let service = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("the MCP session did not start: {e}"))?;
+    service
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("the MCP session ended with an error: {e}"))
+}

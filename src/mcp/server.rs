@@ -1,0 +1,344 @@
+//! The MCP server (`codemode mcp`): `tools/list` answers `run_code` (and, with `--expose-direct`,
+//! the visible tools); `tools/call` runs through the pipeline.
+//!
+//! A run_code result has `isError = (status != "ok")`, the rendered outcome as its text content and
+//! the RunOutcome as `structuredContent` (DESIGN.md §5). While a run goes, its nested calls become
+//! progress notifications when the client sent a progress token. `notifications/cancelled` ends the
+//! run with status `cancelled`. Approvals use elicitation: a server-to-client request on sessions
+//! before protocol 2026-07-28, an `InputRequiredResult` round trip on 2026-07-28 (the run waits,
+//! suspended, for the client's retry).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, Implementation, InputRequest, InputRequiredResult, InputRequests,
+    InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::approve::{approval_form, approves};
+use super::catalog::{self, Catalog, CatalogParts};
+use super::live::{AskRoute, CURRENT_REQUEST, LiveRequest, LiveRequests, PendingAsk};
+use super::upstream::DEFAULT_STARTUP_TIMEOUT;
+use crate::codemode::{RUN_CODE, with_run_id};
+use crate::pipeline::{CallOutcome, CallRequest};
+use crate::sandbox::new_run_id;
+
+/// How long a run suspended on an approval waits for the client's retry before it is cancelled.
+const SUSPENDED_TTL: Duration = Duration::from_secs(600);
+/// The key of the approval in `inputRequests` / `inputResponses`.
+const APPROVAL_KEY: &str = "approval";
+
+const INSTRUCTIONS: &str = "Call `run_code` with a TypeScript program (the body of an async function) \
+that uses the typed `tools` SDK shown in its description. Only what the program prints and returns \
+comes back, so filter and join data inside the program.";
+
+/// A call in progress, possibly suspended between two requests of one MRTR exchange.
+struct InFlight {
+    task: JoinHandle<CallOutcome>,
+    asks: mpsc::UnboundedReceiver<PendingAsk>,
+    /// Cancels the run when dropped, unless disarmed while the run is suspended.
+    cancel_on_drop: Option<DropGuard>,
+    cancel: CancellationToken,
+    /// The approver's reply channel while the client is being asked.
+    waiting: Option<oneshot::Sender<bool>>,
+}
+
+/// The `ServerHandler`. Cheap to clone (the SDK clones it per session).
+#[derive(Clone)]
+pub struct CodemodeServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    parts: tokio::sync::Mutex<CatalogParts>,
+    catalog: RwLock<Arc<Catalog>>,
+    live: Arc<LiveRequests>,
+    suspended: Mutex<HashMap<String, InFlight>>,
+    peer: Mutex<Option<rmcp::Peer<RoleServer>>>,
+    /// Upstreams that could not start: shown in the server's instructions.
+    unavailable: Vec<String>,
+}
+
+impl CodemodeServer {
+    /// Build the first catalog. Call inside a Tokio runtime.
+    ///
+    /// # Errors
+    /// A clash between sources (names or namespaces), with both parties named.
+    pub fn new(parts: CatalogParts, unavailable: Vec<String>) -> Result<CodemodeServer, String> {
+        let live = LiveRequests::start();
+        let catalog = catalog::build(&parts, &live).map_err(|e| e.to_string())?;
+        Ok(CodemodeServer {
+            shared: Arc::new(Shared {
+                parts: tokio::sync::Mutex::new(parts),
+                catalog: RwLock::new(Arc::new(catalog)),
+                live,
+                suspended: Mutex::new(HashMap::new()),
+                peer: Mutex::new(None),
+                unavailable,
+            }),
+        })
+    }
+
+    /// The names `tools/list` answers (for tests and the CLI's startup line).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.catalog().tools.iter().map(|t| t.name.to_string()).collect()
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.shared.catalog.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// An upstream said its tools changed: re-list them, rebuild the catalog for the next runs,
+    /// and tell the client (the `run_code` description embeds the SDK).
+    pub async fn refresh(&self, namespace: &str) {
+        let mut parts = self.shared.parts.lock().await;
+        let rebuilt = match catalog::refresh_upstream(&mut parts, namespace, DEFAULT_STARTUP_TIMEOUT).await
+        {
+            Ok(()) => catalog::build(&parts, &self.shared.live),
+            Err(e) => Err(e),
+        };
+        match rebuilt {
+            Ok(catalog) => {
+                *self.shared.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+                let peer = self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some(peer) = peer {
+                    let _ = peer.notify_tool_list_changed().await;
+                }
+            }
+            Err(e) => eprintln!("codemode mcp: keeping the previous tool list: {e}"),
+        }
+    }
+
+    async fn start(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let catalog = self.catalog();
+        let name = request.name.to_string();
+        if !catalog.tools.iter().any(|t| t.name == name) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool `{name}`; this server offers: {}",
+                    self.tool_names().join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let (ask_tx, ask_rx) = mpsc::unbounded_channel();
+        let live = Arc::new(LiveRequest::new(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            ask_route(context, ask_tx),
+        ));
+        let run_id: Arc<str> = new_run_id().into();
+        let tracked = self.shared.live.track(Arc::clone(&run_id), Arc::clone(&live));
+        let cancel = CancellationToken::new();
+        let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
+        let pipeline = catalog.pipeline.clone();
+        let run = CURRENT_REQUEST.scope(live, with_run_id(run_id, pipeline.call(call)));
+        // Spawned, so a run suspended on an approval outlives the request that started it.
+        let task = tokio::spawn(async move {
+            let outcome = run.await;
+            drop(tracked);
+            outcome
+        });
+        let in_flight = InFlight {
+            task,
+            asks: ask_rx,
+            cancel_on_drop: Some(cancel.clone().drop_guard()),
+            cancel,
+            waiting: None,
+        };
+        self.drive(in_flight, &context.ct, &catalog).await
+    }
+
+    /// Await the call until it ends, the client cancels, or an approval must be asked by MRTR.
+    async fn drive(
+        &self,
+        mut call: InFlight,
+        request_cancelled: &CancellationToken,
+        catalog: &Catalog,
+    ) -> Result<CallToolResponse, McpError> {
+        tokio::select! {
+            outcome = &mut call.task => Ok(to_result(outcome, catalog).into()),
+            Some(ask) = call.asks.recv() => {
+                let params: ElicitRequestParams = serde_json::from_value(approval_form(&ask.message))
+                    .map_err(|e| McpError::internal_error(format!("bad elicitation form: {e}"), None))?;
+                let mut requests = InputRequests::new();
+                requests.insert(APPROVAL_KEY.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)));
+                let state = format!("codemode-{}", uuid::Uuid::new_v4());
+                call.waiting = Some(ask.reply);
+                // The run waits for the client's retry; only the TTL (or the retry's own
+                // cancellation) stops it now.
+                if let Some(guard) = call.cancel_on_drop.take() {
+                    guard.disarm();
+                }
+                self.suspend(state.clone(), call);
+                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+            }
+            () = request_cancelled.cancelled() => {
+                call.cancel.cancel();
+                let outcome = (&mut call.task).await;
+                Ok(to_result(outcome, catalog).into())
+            }
+        }
+    }
+
+    fn suspend(&self, state: String, call: InFlight) {
+        self.lock_suspended().insert(state.clone(), call);
+        let shared = Arc::downgrade(&self.shared);
+        tokio::spawn(async move {
+            tokio::time::sleep(SUSPENDED_TTL).await;
+            if let Some(shared) = shared.upgrade() {
+                let expired = shared.suspended.lock().unwrap_or_else(|e| e.into_inner()).remove(&state);
+                if let Some(call) = expired {
+                    call.cancel.cancel();
+                }
+            }
+        });
+    }
+
+    fn lock_suspended(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+        self.shared.suspended.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The client's retry of an `InputRequiredResult`: hand the answer to the waiting approver.
+    async fn resume(
+        &self,
+        state: &str,
+        responses: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(mut call) = self.lock_suspended().remove(state) else {
+            return Err(McpError::invalid_params(
+                "unknown or expired requestState: the run it belonged to has ended; call the tool again",
+                None,
+            ));
+        };
+        call.cancel_on_drop = Some(call.cancel.clone().drop_guard());
+        let approved = responses
+            .as_ref()
+            .and_then(|r| r.get(APPROVAL_KEY))
+            .is_some_and(approves);
+        if let Some(reply) = call.waiting.take() {
+            let _ = reply.send(approved);
+        }
+        let catalog = self.catalog();
+        self.drive(call, &context.ct, &catalog).await
+    }
+}
+
+/// How this request's approvals are asked.
+fn ask_route(
+    context: &RequestContext<RoleServer>,
+    queue: mpsc::UnboundedSender<PendingAsk>,
+) -> AskRoute {
+    let can_elicit = context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    if !can_elicit {
+        return AskRoute::Refuse(
+            "the MCP client does not support elicitation, so asks are refused (allow the tool in the policy to run it)"
+                .into(),
+        );
+    }
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    if modern {
+        AskRoute::InputRequired(queue)
+    } else {
+        AskRoute::Elicit(context.peer.clone())
+    }
+}
+
+/// The MCP result of a finished call.
+fn to_result(joined: Result<CallOutcome, tokio::task::JoinError>, catalog: &Catalog) -> CallToolResult {
+    let outcome = match joined {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "[INTERNAL] the call did not complete: {e}"
+            ))]);
+        }
+    };
+    match outcome.result() {
+        Ok(value) if outcome.tool == RUN_CODE => {
+            let ok = value.get("status").and_then(Value::as_str) == Some("ok");
+            let mut result = if ok {
+                CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())])
+            } else {
+                CallToolResult::error(vec![ContentBlock::text(outcome.content.clone())])
+            };
+            result.structured_content = Some(value.clone());
+            result
+        }
+        Ok(value) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())]);
+            let declares_output = catalog
+                .tools
+                .iter()
+                .any(|t| t.name == outcome.tool && t.output_schema.is_some());
+            if declares_output {
+                result.structured_content = Some(value.clone());
+            }
+            result
+        }
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "[{}] {}",
+            error.code().as_str(),
+            error.message
+        ))]),
+    }
+}
+
+impl ServerHandler for CodemodeServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut instructions = INSTRUCTIONS.to_string();
+        if !self.shared.unavailable.is_empty() {
+            instructions.push_str("\nUnavailable tool sources: ");
+            instructions.push_str(&self.shared.unavailable.join("; "));
+        }
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        *self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer.clone());
+        Ok(ListToolsResult::with_all_items(self.catalog().tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        *self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer.clone());
+        match request.request_state.clone() {
+            Some(state) => self.resume(&state, request.input_responses, &context).await,
+            None => self.start(request, &context).await,
+        }
+    }
+}
