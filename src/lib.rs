@@ -16,6 +16,7 @@ compile_error!(
 pub mod cli;
 pub mod codemode;
 pub mod pipeline;
+pub mod policy;
 pub mod sandbox;
 pub mod schema;
 pub mod sdk;

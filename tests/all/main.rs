@@ -16,6 +16,7 @@ mod import;
 mod isolation;
 mod limits;
 mod pipeline;
+mod policy;
 mod programs;
 mod registry;
 mod scheduler;
