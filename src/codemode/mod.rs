@@ -44,6 +44,8 @@ struct Inner {
     limits: Limits,
     /// Set once the pipeline exists (it contains `run_code`, which contains this).
     pipeline: OnceLock<Pipeline>,
+    /// Parent of every run's cancellation: [`CodeMode::stop_all`].
+    stop: CancellationToken,
 }
 
 impl CodeMode {
@@ -53,6 +55,7 @@ impl CodeMode {
                 sandbox,
                 limits,
                 pipeline: OnceLock::new(),
+                stop: CancellationToken::new(),
             }),
         }
     }
@@ -65,6 +68,13 @@ impl CodeMode {
     /// The first pipeline attached wins.
     pub fn attach(&self, pipeline: Pipeline) {
         let _ = self.inner.pipeline.set(pipeline);
+    }
+
+    /// Stops every run in progress and every later one: each ends `cancelled` and still returns
+    /// its outcome (console output so far included). For a process shutting down, e.g. on
+    /// Ctrl-C, where cancelling the enclosing `run_code` call would drop the outcome.
+    pub fn stop_all(&self) {
+        self.inner.stop.cancel();
     }
 
     /// Run a program against the attached pipeline's visible tools.
@@ -87,10 +97,20 @@ impl CodeMode {
             scope: pipeline.root_scope().child(),
             paths,
         };
+        let run_cancel = self.inner.stop.child_token();
         let options = RunOptions::new(self.inner.limits.clone())
-            .with_cancel(cancel)
+            .with_cancel(run_cancel.clone())
             .with_tools(Arc::new(host));
-        self.inner.sandbox.run_with(code, options).await
+        let run = self.inner.sandbox.run_with(code, options);
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            outcome = &mut run => outcome,
+            () = cancel.cancelled() => {
+                run_cancel.cancel();
+                run.await
+            }
+        }
     }
 }
 
