@@ -7,6 +7,7 @@ mod approval;
 mod audit_log;
 mod builtin_tools;
 mod cli;
+mod cli_policy;
 mod code_mode;
 mod concurrency;
 mod errors_and_values;
