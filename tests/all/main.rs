@@ -24,6 +24,7 @@ mod scheduler;
 mod schema;
 mod sdk;
 mod session_log;
+mod terminal_approver;
 mod tool_bindings;
 mod tracing_spans;
 mod wrappers;
