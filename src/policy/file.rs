@@ -46,6 +46,8 @@ impl PolicyError {
         let mut message = e.message().trim().replace('\n', "; ");
         if message.starts_with("unknown field") {
             message.push_str(" (remove the key or fix its spelling; see examples/policy.toml)");
+        } else if message.starts_with("missing field") {
+            message.push_str(" (every [[rule]] needs `tools` and `decision`)");
         } else if message.starts_with("invalid type") {
             message.push_str(" (see examples/policy.toml for the type of each key)");
         }

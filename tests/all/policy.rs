@@ -51,6 +51,10 @@ fn the_documented_example_loads() {
         HookDecision::Deny { .. }
     ));
     assert!(matches!(
+        p.decide("edit_file", &json!({"path": ".git/config"})),
+        HookDecision::Deny { .. }
+    ));
+    assert!(matches!(
         p.decide("write_file", &json!({"path": "src/main.rs", "content": ""})),
         HookDecision::Ask { .. }
     ));
