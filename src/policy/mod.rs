@@ -21,6 +21,28 @@
 //! timeout_ms = 10000
 //! ```
 //!
+//! As a library:
+//! ```
+//! use codemode::pipeline::HookDecision;
+//! use codemode::policy::Policy;
+//! use serde_json::json;
+//!
+//! let policy = Policy::from_toml_str(
+//!     "default = \"allow\"\n[[rule]]\ntools = [\"shell\"]\ndecision = \"deny\"\nreason = \"no shell\"\n",
+//!     "inline.toml",
+//! )
+//! .unwrap();
+//! assert_eq!(policy.decide("grep", &json!({})), HookDecision::Allow);
+//! assert_eq!(
+//!     policy.decide("shell", &json!({"command": "ls"})),
+//!     HookDecision::Deny { reason: "no shell".into() }
+//! );
+//! // Register `policy.pre_hook()` on a pipeline built over `policy.visible_registry(&registry)`.
+//!
+//! let err = Policy::from_toml_str("default = \"maybe\"", "p.toml").unwrap_err();
+//! assert!(err.to_string().starts_with("p.toml:1:11: unknown decision `maybe`"));
+//! ```
+//!
 //! # Ordering
 //! Among the rules that match a call, **deny beats ask beats allow**; the reasons of every rule at
 //! the winning level are reported (`DENIED` with `details.by = "policy"`, or the approval
