@@ -262,3 +262,28 @@ fn read_program(path: &PathBuf, max_bytes: usize) -> Result<String, String> {
     }
     Ok(source)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicyLimits;
+
+    #[test]
+    fn flags_beat_the_policy_which_beats_the_defaults() {
+        let policy = PolicyLimits {
+            timeout_ms: Some(1000),
+            heap_mb: Some(64),
+            max_tool_calls: Some(5),
+            ..PolicyLimits::default()
+        };
+        let limits = run_limits(&policy, None, None);
+        assert_eq!(limits.deadline, Duration::from_millis(1000));
+        assert_eq!(limits.heap_bytes, 64 * MIB);
+        assert_eq!(limits.tool_calls, 5);
+        let limits = run_limits(&policy, Some(2000), Some(32));
+        assert_eq!(limits.deadline, Duration::from_millis(2000));
+        assert_eq!(limits.heap_bytes, 32 * MIB);
+        let limits = run_limits(&PolicyLimits::default(), None, None);
+        assert_eq!(limits, Limits::default());
+    }
+}

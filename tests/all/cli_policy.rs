@@ -333,9 +333,10 @@ fn ctrl_c_cancels_the_run_and_keeps_its_output() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"console.log('before'); await new Promise(r => setTimeout(r, 20000));")
+        .write_all(b"console.log('before'); await new Promise(r => setTimeout(r, 60000));")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Generous: the Ctrl-C handler is installed once the sandbox has started.
+    std::thread::sleep(Duration::from_millis(2500));
     // SAFETY: signalling our own child process.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
