@@ -433,3 +433,17 @@ fn slow_runs_show_live_progress_on_a_terminal() {
     assert!(screen.contains("calls done; running: shell"), "{screen}");
     assert!(screen.contains("=> \"slept\""), "{screen}");
 }
+
+#[test]
+fn log_files_that_cannot_be_opened_are_input_errors() {
+    for flag in ["--session-log", "--audit-log"] {
+        let (code, _, stderr) = run_stdin(&["run", "-", flag, "/nope/dir/log.jsonl"], b"return 1");
+        assert_eq!(code, 2, "{flag}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{flag} /nope/dir/log.jsonl: cannot open for appending"
+            )),
+            "{stderr}"
+        );
+    }
+}
