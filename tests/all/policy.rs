@@ -276,7 +276,9 @@ fn the_default_policy_allows_reads_and_asks_before_writes_and_shell() {
             "{tool}"
         );
     }
-    assert!((0..3).all(|_| p.is_visible("shell")));
+    // It hides nothing and overrides no limit.
+    assert!(p.is_visible("shell") && p.is_visible("ns.tool"));
+    assert_eq!(p.limits().apply(Limits::default()), Limits::default());
 }
 
 #[test]
