@@ -17,6 +17,7 @@ pub mod cli;
 pub mod codemode;
 pub mod mcp;
 pub mod pipeline;
+pub mod policy;
 pub mod sandbox;
 pub mod schema;
 pub mod sdk;

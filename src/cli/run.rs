@@ -1,22 +1,33 @@
 //! `codemode run FILE`: run a program in the sandbox and print its outcome.
+//!
+//! The program runs as one `run_code` call of an outer pipeline (so `--session-log` gets the
+//! durable `tool/result` of DESIGN.md §8); its `tools.x(args)` calls go through the inner
+//! pipeline over the visible tools, with the policy, the terminal approver, the audit log and
+//! the live progress display.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use serde_json::json;
 
-use super::sources;
+use super::progress::{ProgressDisplay, ProgressSink};
+use super::sdk::load_sources;
+use super::sources::SourceArgs;
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::codemode::CodeMode;
+use crate::codemode::{CodeMode, RUN_CODE};
+use crate::pipeline::{AuditLog, CallLimits, CallRequest, SessionLog, SessionLogOptions};
+use crate::policy::TerminalApprover;
 use crate::sandbox::{
-    Limits, MIB, RunError, RunOptions, RunOutcome, RunStatus, Sandbox, SandboxConfig, render,
-    transpile,
+    Limits, MIB, RunError, RunOutcome, RunStatus, Sandbox, SandboxConfig, render, transpile,
 };
+use crate::{Pipeline, ToolRegistry};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64\n  codemode run script.ts --tools tools.json   # against mock tools\n  codemode run examples/repo_tour.ts --root .  # with the built-in tools"
+    after_help = "Examples:\n  codemode run examples/demo.ts\n  echo 'return 6 * 7' | codemode run - --json\n  codemode run script.ts --timeout-ms 2000 --heap-mb 64\n  codemode run script.ts --tools tools.json   # against mock tools\n  codemode run examples/repo_tour.ts --root .  # with the built-in tools\n  codemode run script.ts --root . --policy examples/policy.toml --audit-log audit.jsonl\n\nCalls the policy asks about are prompted on the terminal (/dev/tty); without a terminal they\nare refused. Flags beat the policy's [limits], which beat the defaults."
 )]
 pub struct RunArgs {
     /// The program (TypeScript or JavaScript, the body of an async function); `-` reads stdin.
@@ -24,26 +35,46 @@ pub struct RunArgs {
     /// Print the RunOutcome as JSON instead of the human rendering.
     #[arg(long)]
     json: bool,
-    /// Wall-clock deadline of the run, in milliseconds.
-    #[arg(long, value_name = "N", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
-    timeout_ms: u64,
-    /// Heap limit of the isolate, in MiB.
-    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=16384))]
-    heap_mb: u64,
-    /// Tools for the program: an MCP tools/list result or OpenAI function definitions (JSON),
-    /// answered by a mock executor (validated arguments, schema-conforming sample values).
+    /// Wall-clock deadline of the run, in milliseconds [default: the policy's limits.timeout_ms,
+    /// else 30000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: Option<u64>,
+    /// Heap limit of the isolate, in MiB [default: the policy's limits.heap_mb, else 256].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(8..=16384))]
+    heap_mb: Option<u64>,
+    #[command(flatten)]
+    sources: SourceArgs,
+    /// Append the durable `tool/result` event of the run (the `run_code` call, with its outcome)
+    /// to FILE as a JSON line.
     #[arg(long, value_name = "FILE")]
-    tools: Option<PathBuf>,
-    /// Enable the built-in tools (read_file, list_dir, glob, grep, write_file, edit_file, shell),
-    /// confined to DIR. Writes and shell ask first, and asks are refused in this build.
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
+    session_log: Option<PathBuf>,
+    /// Append one audit record per nested tool call (tool, SHA-256 of the arguments, outcome,
+    /// timing; never values) to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+}
+
+/// The limits of a run: defaults, then the policy's `[limits]`, then the flags.
+pub fn run_limits(
+    policy: &crate::policy::PolicyLimits,
+    timeout_ms: Option<u64>,
+    heap_mb: Option<u64>,
+) -> Limits {
+    let mut limits = policy.apply(Limits::default());
+    if let Some(ms) = timeout_ms {
+        limits.deadline = Duration::from_millis(ms);
+    }
+    if let Some(mb) = heap_mb {
+        limits.heap_bytes = mb as usize * MIB;
+    }
+    limits
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    let limits = Limits::default()
-        .with_deadline(Duration::from_millis(args.timeout_ms))
-        .with_heap_bytes(args.heap_mb as usize * MIB);
+    let Some(sources) = load_sources("run", &args.sources) else {
+        return EXIT_USAGE;
+    };
+    let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
     let source = match read_program(&args.file, limits.program_bytes) {
         Ok(source) => source,
         Err(message) => {
@@ -69,13 +100,28 @@ pub fn run(args: RunArgs) -> i32 {
         }
         return EXIT_USAGE;
     }
-    let with_tools = args.tools.is_some() || args.root.is_some();
-    let sources = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
-        Ok(sources) => with_tools.then_some(sources),
-        Err(message) => {
-            eprintln!("codemode run: {message}");
-            return EXIT_USAGE;
-        }
+    let open = |flag: &str, path: &PathBuf| {
+        format!("{flag} {}: cannot open for appending", path.display())
+    };
+    let session_log = match &args.session_log {
+        Some(path) => match SessionLog::open(path, SessionLogOptions::default()) {
+            Ok(log) => Some(Arc::new(log)),
+            Err(e) => {
+                eprintln!("codemode run: {}: {e}", open("--session-log", path));
+                return EXIT_USAGE;
+            }
+        },
+        None => None,
+    };
+    let audit_log = match &args.audit_log {
+        Some(path) => match AuditLog::open(path) {
+            Ok(log) => Some(log),
+            Err(e) => {
+                eprintln!("codemode run: {}: {e}", open("--audit-log", path));
+                return EXIT_USAGE;
+            }
+        },
+        None => None,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -93,33 +139,70 @@ pub fn run(args: RunArgs) -> i32 {
             workers: 1,
             limits: limits.clone(),
             ..SandboxConfig::default()
-        })?;
-        let cancel = tokio_util::sync::CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
+        })
+        .map_err(|e| e.to_string())?;
+        let code_mode = CodeMode::new(sandbox, limits.clone());
+        let run_code = code_mode
+            .tool(&sources.visible())
+            .map_err(|e| format!("cannot build run_code: {e}"))?;
+
+        // Inner pipeline: the program's calls.
+        let approver = TerminalApprover::new();
+        let screen = approver.screen_lock();
+        let progress = ProgressSink::default();
+        let mut inner = sources
+            .pipeline(Arc::new(approver))
+            .limits(CallLimits {
+                max_arg_bytes: limits.call_arg_bytes as u64,
+                max_result_bytes: limits.call_result_bytes as u64,
+            })
+            .observer(progress.clone());
+        if let Some(audit) = audit_log {
+            inner = inner.observer(audit);
+        }
+        code_mode.attach(inner.build());
+
+        // Outer pipeline: the run itself, durable in the session log.
+        let mut registry = ToolRegistry::new();
+        registry
+            .register(run_code)
+            .map_err(|e| format!("cannot register run_code: {e}"))?;
+        let mut outer = Pipeline::builder(registry).limits(CallLimits {
+            max_arg_bytes: u64::MAX,
+            max_result_bytes: u64::MAX,
+        });
+        if let Some(log) = session_log {
+            outer = outer.session_log(log);
+        }
+        let outer = outer.build();
+
+        // Ctrl-C stops the run, which still returns its outcome (status `cancelled`).
+        let on_ctrl_c = code_mode.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.cancel();
+                on_ctrl_c.stop_all();
             }
         });
-        let outcome = match sources {
-            // Every `tools.x(args)` goes through the full pipeline.
-            Some(sources) => {
-                let code_mode = CodeMode::new(sandbox, limits.clone());
-                code_mode.attach(sources.pipeline());
-                code_mode.run(&source, cancel).await
-            }
-            None => {
-                sandbox
-                    .run_with(&source, RunOptions::new(limits.clone()).with_cancel(cancel))
-                    .await
-            }
-        };
-        Ok::<_, crate::sandbox::SandboxStartError>(outcome)
+        let display = std::io::stderr()
+            .is_terminal()
+            .then(|| ProgressDisplay::start(progress, screen));
+        let call = outer.call(CallRequest::new(RUN_CODE, json!({ "code": source })));
+        let result = call.await;
+        if let Some(display) = display {
+            display.finish();
+        }
+        match result.result() {
+            Ok(value) => serde_json::from_str::<RunOutcome>(&value.to_string())
+                .map_err(|e| format!("the run's outcome could not be read back: {e}")),
+            Err(e) => Err(format!("the run failed: {}", e.message)),
+        }
     });
+    // A prompt still waiting on the terminal must not keep the process alive.
+    runtime.shutdown_background();
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(e) => {
-            eprintln!("codemode run: {e}");
+        Err(message) => {
+            eprintln!("codemode run: {message}");
             return EXIT_FAILED;
         }
     };
@@ -128,14 +211,19 @@ pub fn run(args: RunArgs) -> i32 {
     } else {
         print!("{}", render(&outcome, usize::MAX));
         if outcome.stats.tool_calls > 0 {
-            let stats = &outcome.stats;
-            eprintln!(
-                "[{} tool calls in {:.1} ms; {} bytes kept in the sandbox, {} bytes returned]",
-                stats.tool_calls, stats.wall_ms, stats.bytes_kept_in_sandbox, stats.bytes_returned
-            );
+            eprintln!("{}", summary_line(&outcome));
         }
     }
     if outcome.is_ok() { 0 } else { EXIT_FAILED }
+}
+
+/// The closing line on stderr (human mode, runs that called tools).
+pub fn summary_line(outcome: &RunOutcome) -> String {
+    let stats = &outcome.stats;
+    format!(
+        "[{} tool calls in {:.1} ms; {} bytes kept in the sandbox, {} bytes returned]",
+        stats.tool_calls, stats.wall_ms, stats.bytes_kept_in_sandbox, stats.bytes_returned
+    )
 }
 
 /// Read the program, with the input errors of the CLI contract: missing file, not UTF-8, too
@@ -173,4 +261,29 @@ fn read_program(path: &PathBuf, max_bytes: usize) -> Result<String, String> {
         return Err(format!("{name}: the program is empty"));
     }
     Ok(source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicyLimits;
+
+    #[test]
+    fn flags_beat_the_policy_which_beats_the_defaults() {
+        let policy = PolicyLimits {
+            timeout_ms: Some(1000),
+            heap_mb: Some(64),
+            max_tool_calls: Some(5),
+            ..PolicyLimits::default()
+        };
+        let limits = run_limits(&policy, None, None);
+        assert_eq!(limits.deadline, Duration::from_millis(1000));
+        assert_eq!(limits.heap_bytes, 64 * MIB);
+        assert_eq!(limits.tool_calls, 5);
+        let limits = run_limits(&policy, Some(2000), Some(32));
+        assert_eq!(limits.deadline, Duration::from_millis(2000));
+        assert_eq!(limits.heap_bytes, 32 * MIB);
+        let limits = run_limits(&PolicyLimits::default(), None, None);
+        assert_eq!(limits, Limits::default());
+    }
 }

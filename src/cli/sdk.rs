@@ -4,46 +4,52 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::sources;
+use super::sources::{self, SourceArgs, Sources};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::codemode::{sdk_for, visible_tools};
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  codemode sdk --tools tools.json\n  codemode sdk --tools tools.json --out tools.d.ts"
+    after_help = "Examples:\n  codemode sdk --tools tools.json\n  codemode sdk --tools tools.json --out tools.d.ts\n  codemode sdk --root . --policy examples/policy.toml"
 )]
 pub struct SdkArgs {
-    /// Tool definitions: an MCP tools/list result or OpenAI function definitions (JSON).
-    #[arg(long, value_name = "FILE")]
-    tools: Option<PathBuf>,
-    /// Include the built-in tools (confined to DIR).
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
+    #[command(flatten)]
+    sources: SourceArgs,
     /// Write the SDK here instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  codemode tools --tools tools.json")]
+#[command(
+    after_help = "Examples:\n  codemode tools --tools tools.json\n  codemode tools --root . --policy examples/policy.toml"
+)]
 pub struct ToolsArgs {
-    /// Tool definitions: an MCP tools/list result or OpenAI function definitions (JSON).
-    #[arg(long, value_name = "FILE")]
-    tools: Option<PathBuf>,
-    /// Include the built-in tools (confined to DIR).
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
+    #[command(flatten)]
+    sources: SourceArgs,
+}
+
+/// Loads the sources and prints policy warnings; `None` after printing an input error.
+pub(super) fn load_sources(command: &str, args: &SourceArgs) -> Option<Sources> {
+    match sources::load(args) {
+        Ok(sources) => {
+            for warning in sources.warnings() {
+                eprintln!("codemode {command}: warning: {warning}");
+            }
+            Some(sources)
+        }
+        Err(message) => {
+            eprintln!("codemode {command}: {message}");
+            None
+        }
+    }
 }
 
 pub fn sdk(args: SdkArgs) -> i32 {
-    let registry = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
-        Ok(sources) => sources.registry,
-        Err(message) => {
-            eprintln!("codemode sdk: {message}");
-            return EXIT_USAGE;
-        }
+    let Some(sources) = load_sources("sdk", &args.sources) else {
+        return EXIT_USAGE;
     };
-    let text = sdk_for(&registry);
+    let text = sdk_for(&sources.visible());
     match args.out {
         Some(path) => match std::fs::write(&path, text) {
             Ok(()) => 0,
@@ -60,14 +66,10 @@ pub fn sdk(args: SdkArgs) -> i32 {
 }
 
 pub fn tools(args: ToolsArgs) -> i32 {
-    let registry = match sources::load(args.tools.as_deref(), args.root.as_ref()) {
-        Ok(sources) => sources.registry,
-        Err(message) => {
-            eprintln!("codemode tools: {message}");
-            return EXIT_USAGE;
-        }
+    let Some(sources) = load_sources("tools", &args.sources) else {
+        return EXIT_USAGE;
     };
-    let tools = visible_tools(&registry);
+    let tools = visible_tools(&sources.visible());
     let width = tools.iter().map(|t| t.path.len() + 6).max().unwrap_or(0);
     for tool in tools {
         let sandbox = format!("tools.{}", tool.path);

@@ -57,6 +57,8 @@ struct Inner {
     limits: Limits,
     /// Set once the pipeline exists (it contains `run_code`, which contains this).
     pipeline: OnceLock<Pipeline>,
+    /// Parent of every run's cancellation: [`CodeMode::stop_all`].
+    stop: CancellationToken,
 }
 
 impl CodeMode {
@@ -66,6 +68,7 @@ impl CodeMode {
                 sandbox,
                 limits,
                 pipeline: OnceLock::new(),
+                stop: CancellationToken::new(),
             }),
         }
     }
@@ -78,6 +81,13 @@ impl CodeMode {
     /// The first pipeline attached wins.
     pub fn attach(&self, pipeline: Pipeline) {
         let _ = self.inner.pipeline.set(pipeline);
+    }
+
+    /// Stops every run in progress and every later one: each ends `cancelled` and still returns
+    /// its outcome (console output so far included). For a process shutting down, e.g. on
+    /// Ctrl-C, where cancelling the enclosing `run_code` call would drop the outcome.
+    pub fn stop_all(&self) {
+        self.inner.stop.cancel();
     }
 
     /// Run a program against the attached pipeline's visible tools.
@@ -100,13 +110,23 @@ impl CodeMode {
             scope: pipeline.root_scope().child(),
             paths,
         };
+        let run_cancel = self.inner.stop.child_token();
         let mut options = RunOptions::new(self.inner.limits.clone())
-            .with_cancel(cancel)
+            .with_cancel(run_cancel.clone())
             .with_tools(Arc::new(host));
         if let Ok(run_id) = CHOSEN_RUN_ID.try_with(|id| id.to_string()) {
             options = options.with_run_id(run_id);
         }
-        self.inner.sandbox.run_with(code, options).await
+        let run = self.inner.sandbox.run_with(code, options);
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            outcome = &mut run => outcome,
+            () = cancel.cancelled() => {
+                run_cancel.cancel();
+                run.await
+            }
+        }
     }
 }
 

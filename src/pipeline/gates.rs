@@ -46,9 +46,9 @@ pub(crate) async fn authorize(
             Ok(HookDecision::Allow) => {}
             Ok(HookDecision::Ask { reason }) => asks.push(reason),
             Ok(HookDecision::Deny { reason }) => {
-                return Err(CallError::denied(DeniedBy::Hook, reason));
+                return Err(CallError::denied(hook.denied_by(), reason));
             }
-            Err(why) => return Err(CallError::denied(DeniedBy::Hook, format!("hook {why}"))),
+            Err(why) => return Err(CallError::denied(hook.denied_by(), format!("hook {why}"))),
         }
     }
     if !asks.is_empty() {

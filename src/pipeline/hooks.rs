@@ -7,7 +7,7 @@ use futures::future::{BoxFuture, ready};
 use serde_json::Value;
 
 use super::call::{Caller, ContextEntry};
-use super::error::HookError;
+use super::error::{DeniedBy, HookError};
 use crate::tool::ToolDefinition;
 
 /// Read-only view of a call, shared by hooks, guards and approvers.
@@ -35,6 +35,10 @@ pub enum HookDecision {
 /// Decides whether a call may run. An error or a panic denies the call (fails closed).
 pub trait PreExecuteHook: Send + Sync + 'static {
     fn name(&self) -> &str;
+    /// What `details.by` says when this hook denies: `hook`, or `policy` for a policy layer.
+    fn denied_by(&self) -> DeniedBy {
+        DeniedBy::Hook
+    }
     fn before<'a>(
         &'a self,
         call: &'a CallInfo<'a>,

@@ -191,6 +191,11 @@ impl PipelineBuilder {
         self.approver = Some(Arc::new(approver));
         self
     }
+    /// An Approver shared with other owners (e.g. chosen at run time by the embedder's mode).
+    pub fn shared_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
     pub fn approval_timeout(mut self, timeout: Duration) -> Self {
         self.approval_timeout = timeout;
         self

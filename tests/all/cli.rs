@@ -3,11 +3,22 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-fn codemode() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_codemode"))
+/// The binary in a session of its own: no controlling terminal, so an `ask` never prompts
+/// (whoever runs the tests) and is refused, as documented.
+pub fn codemode() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    command
 }
 
-fn run_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+pub fn run_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
     let mut child = codemode()
         .args(args)
         .stdin(Stdio::piped())
