@@ -2,6 +2,7 @@
 //! 2 usage or input error.
 
 mod progress;
+mod mcp;
 mod run;
 mod sdk;
 mod sources;
@@ -34,6 +35,8 @@ enum Command {
     Sdk(sdk::SdkArgs),
     /// List the visible tools with their sandbox names.
     Tools(sdk::ToolsArgs),
+    /// Serve run_code as an MCP server over stdio.
+    Mcp(mcp::McpArgs),
 }
 
 /// Parse the arguments, run the command, and return the process exit code.
@@ -50,5 +53,6 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Sdk(args) => sdk::sdk(args),
         Command::Tools(args) => sdk::tools(args),
+        Command::Mcp(args) => mcp::mcp(args),
     }
 }

@@ -14,7 +14,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::progress::{ProgressDisplay, ProgressSink};
-use super::sdk::load_sources;
+use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
 use super::{EXIT_FAILED, EXIT_USAGE};
 use crate::codemode::{CodeMode, RUN_CODE};
@@ -71,7 +71,10 @@ pub fn run_limits(
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    let Some(sources) = load_sources("run", &args.sources) else {
+    let Some(runtime) = runtime("run") else {
+        return EXIT_FAILED;
+    };
+    let Some(sources) = load_sources("run", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
@@ -100,38 +103,11 @@ pub fn run(args: RunArgs) -> i32 {
         }
         return EXIT_USAGE;
     }
-    let open = |flag: &str, path: &PathBuf| {
-        format!("{flag} {}: cannot open for appending", path.display())
-    };
-    let session_log = match &args.session_log {
-        Some(path) => match SessionLog::open(path, SessionLogOptions::default()) {
-            Ok(log) => Some(Arc::new(log)),
-            Err(e) => {
-                eprintln!("codemode run: {}: {e}", open("--session-log", path));
-                return EXIT_USAGE;
-            }
-        },
-        None => None,
-    };
-    let audit_log = match &args.audit_log {
-        Some(path) => match AuditLog::open(path) {
-            Ok(log) => Some(log),
-            Err(e) => {
-                eprintln!("codemode run: {}: {e}", open("--audit-log", path));
-                return EXIT_USAGE;
-            }
-        },
-        None => None,
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("codemode run: cannot start the async runtime: {e}");
-            return EXIT_FAILED;
+    let (session_log, audit_log) = match open_logs(&args.session_log, &args.audit_log) {
+        Ok(logs) => logs,
+        Err(message) => {
+            eprintln!("codemode run: {message}");
+            return EXIT_USAGE;
         }
     };
     let outcome = runtime.block_on(async {
@@ -215,6 +191,28 @@ pub fn run(args: RunArgs) -> i32 {
         }
     }
     if outcome.is_ok() { 0 } else { EXIT_FAILED }
+}
+
+/// Open `--session-log` and `--audit-log` for appending; an error is an input error.
+pub(super) fn open_logs(
+    session_log: &Option<PathBuf>,
+    audit_log: &Option<PathBuf>,
+) -> Result<(Option<Arc<SessionLog>>, Option<AuditLog>), String> {
+    let cannot = |flag: &str, path: &PathBuf, e: std::io::Error| {
+        format!("{flag} {}: cannot open for appending: {e}", path.display())
+    };
+    let session_log = match session_log {
+        Some(path) => Some(Arc::new(
+            SessionLog::open(path, SessionLogOptions::default())
+                .map_err(|e| cannot("--session-log", path, e))?,
+        )),
+        None => None,
+    };
+    let audit_log = match audit_log {
+        Some(path) => Some(AuditLog::open(path).map_err(|e| cannot("--audit-log", path, e))?),
+        None => None,
+    };
+    Ok((session_log, audit_log))
 }
 
 /// The closing line on stderr (human mode, runs that called tools).

@@ -29,9 +29,22 @@ pub struct ToolsArgs {
     sources: SourceArgs,
 }
 
-/// Loads the sources and prints policy warnings; `None` after printing an input error.
-pub(super) fn load_sources(command: &str, args: &SourceArgs) -> Option<Sources> {
-    match sources::load(args) {
+/// Loads the sources (starting the upstreams on `runtime`, which must outlive their use) and
+/// prints warnings; `None` after printing an input error.
+pub(super) fn load_sources(
+    command: &str,
+    args: &SourceArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> Option<Sources> {
+    let loaded = sources::load(args).and_then(|mut sources| {
+        if sources.has_upstreams() {
+            for warning in runtime.block_on(sources.start_upstreams())? {
+                eprintln!("codemode {command}: warning: {warning}");
+            }
+        }
+        Ok(sources)
+    });
+    match loaded {
         Ok(sources) => {
             for warning in sources.warnings() {
                 eprintln!("codemode {command}: warning: {warning}");
@@ -45,8 +58,26 @@ pub(super) fn load_sources(command: &str, args: &SourceArgs) -> Option<Sources> 
     }
 }
 
+/// The async runtime of a command: one worker thread is plenty (runs execute on sandbox threads).
+pub(super) fn runtime(command: &str) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("codemode {command}: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
 pub fn sdk(args: SdkArgs) -> i32 {
-    let Some(sources) = load_sources("sdk", &args.sources) else {
+    let Some(runtime) = runtime("sdk") else {
+        return EXIT_FAILED;
+    };
+    let Some(sources) = load_sources("sdk", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
     let text = sdk_for(&sources.visible());
@@ -66,7 +97,10 @@ pub fn sdk(args: SdkArgs) -> i32 {
 }
 
 pub fn tools(args: ToolsArgs) -> i32 {
-    let Some(sources) = load_sources("tools", &args.sources) else {
+    let Some(runtime) = runtime("tools") else {
+        return EXIT_FAILED;
+    };
+    let Some(sources) = load_sources("tools", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
     let tools = visible_tools(&sources.visible());

@@ -1,17 +1,19 @@
-//! Tool sources and the policy, shared by `run`, `sdk` and `tools`: `--tools FILE` (mock
-//! executors), `--root DIR` (the built-ins) and `--policy FILE` (without it, the built-in
-//! [`Policy::default_policy`]).
+//! Tool sources and the policy, shared by `run`, `sdk`, `tools` and `mcp`: `--tools FILE` (mock
+//! executors), `--root DIR` (the built-ins), `--upstream NS=CMD` (upstream MCP servers) and
+//! `--policy FILE` (without it, the built-in [`Policy::default_policy`]).
 //!
 //! A new source registers its tools into [`Sources::registry`] in [`load`]; the policy's visible
 //! filter, hook and the approver apply to every source alike.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
 use super::tools_file::load_mock_registry;
 use crate::PipelineBuilder;
+use crate::mcp::{UpstreamSource, UpstreamSpec, start_upstreams};
 use crate::pipeline::Approver;
 use crate::policy::Policy;
 use crate::tool::ToolRegistry;
@@ -33,6 +35,17 @@ pub struct SourceArgs {
     /// allowed).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// An upstream MCP server (stdio), started as CMD; its tools become `tools.NS.*`.
+    /// Repeatable. CMD is split like a shell would (quotes work) but no shell runs it.
+    #[arg(long = "upstream", value_name = "NS=CMD")]
+    pub upstreams: Vec<String>,
+    /// Pass an environment variable to upstream NS: `NS:KEY` copies codemode's value, `NS:KEY=VALUE`
+    /// sets it. Upstreams otherwise get only PATH and HOME. Repeatable.
+    #[arg(long = "upstream-env", value_name = "NS:KEY[=VALUE]")]
+    pub upstream_env: Vec<String>,
+    /// How long an upstream may take to start and list its tools, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub upstream_timeout_ms: u64,
 }
 
 /// Every tool of every source, and the policy over them.
@@ -43,6 +56,38 @@ pub struct Sources {
     /// Whether the policy came from `--policy` (only then are unmatched globs worth a warning).
     policy_given: bool,
     builtins: Option<BuiltinTools>,
+    /// The tools that never change (mock tools and built-ins), without the upstreams'.
+    base: ToolRegistry,
+    upstream_specs: Vec<UpstreamSpec>,
+    upstream_timeout: Duration,
+    /// The upstreams that started (see [`Sources::start_upstreams`]).
+    pub upstreams: Vec<UpstreamSource>,
+    /// Upstreams that failed to start, with the reason.
+    pub unavailable: Vec<String>,
+    /// Namespaces of started upstreams whose tool list changed.
+    pub list_changed: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+/// How every pipeline over these sources is made: the policy hook and the path guard. Cheap to
+/// clone, so a server can rebuild its pipeline when an upstream's tool list changes.
+#[derive(Clone)]
+pub struct PipelineRecipe {
+    policy: Policy,
+    builtins: Option<BuiltinTools>,
+}
+
+impl PipelineRecipe {
+    /// A pipeline builder over `registry` with the policy hook, the built-ins' path guard and
+    /// `approver` for asks (the terminal for `run`, elicitation for MCP).
+    pub fn builder(&self, registry: ToolRegistry, approver: Arc<dyn Approver>) -> PipelineBuilder {
+        let mut builder = PipelineBuilder::new(registry)
+            .pre_hook(self.policy.pre_hook())
+            .shared_approver(approver);
+        if let Some(builtins) = &self.builtins {
+            builder = builder.guard(builtins.guard());
+        }
+        builder
+    }
 }
 
 /// Loads the policy and builds the registry from the flags. Errors are input errors (exit 2),
@@ -66,11 +111,38 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
         }
         None => None,
     };
+    let mut upstream_specs = Vec::new();
+    for flag in &args.upstreams {
+        let spec = UpstreamSpec::parse(flag)?;
+        if upstream_specs.iter().any(|s: &UpstreamSpec| s.namespace == spec.namespace) {
+            return Err(format!(
+                "--upstream: the namespace `{}` is given twice; each upstream needs its own",
+                spec.namespace
+            ));
+        }
+        if let Some(tool) = registry.get(&spec.namespace) {
+            return Err(format!(
+                "--upstream {}: the namespace `{}` clashes with the tool `{}` (tools.{} cannot be both); pick another namespace",
+                flag,
+                spec.namespace,
+                tool.tool.name(),
+                spec.namespace
+            ));
+        }
+        upstream_specs.push(spec);
+    }
+    UpstreamSpec::apply_env_flags(&mut upstream_specs, &args.upstream_env)?;
     Ok(Sources {
+        base: registry.clone(),
         registry,
         policy,
         policy_given: args.policy.is_some(),
         builtins,
+        upstream_specs,
+        upstream_timeout: Duration::from_millis(args.upstream_timeout_ms),
+        upstreams: Vec::new(),
+        list_changed: None,
+        unavailable: Vec::new(),
     })
 }
 
@@ -91,13 +163,48 @@ impl Sources {
 
     /// A pipeline builder over the visible tools, with the path guard of the built-ins, the
     /// policy hook and `approver` for its asks (the terminal for `run`, elicitation for MCP).
-    pub fn pipeline(self, approver: Arc<dyn Approver>) -> PipelineBuilder {
-        let mut builder = PipelineBuilder::new(self.visible())
-            .pre_hook(self.policy.pre_hook())
-            .shared_approver(approver);
-        if let Some(builtins) = &self.builtins {
-            builder = builder.guard(builtins.guard());
+    pub fn pipeline(&self, approver: Arc<dyn Approver>) -> PipelineBuilder {
+        self.recipe().builder(self.visible(), approver)
+    }
+
+    pub fn recipe(&self) -> PipelineRecipe {
+        PipelineRecipe {
+            policy: self.policy.clone(),
+            builtins: self.builtins.clone(),
         }
-        builder
+    }
+
+    /// The tools that never change (mock tools and built-ins).
+    pub fn base(&self) -> &ToolRegistry {
+        &self.base
+    }
+
+    pub fn has_upstreams(&self) -> bool {
+        !self.upstream_specs.is_empty()
+    }
+
+    /// Start the `--upstream` servers (concurrently) and register their tools. An upstream that
+    /// fails to start is reported in the returned warnings and left out; the others keep working.
+    /// Must run inside the Tokio runtime that will serve the calls (it owns the connections).
+    ///
+    /// # Errors
+    /// A clash between an upstream's tools (two names mapping to one sandbox name).
+    pub async fn start_upstreams(&mut self) -> Result<Vec<String>, String> {
+        let started = start_upstreams(&self.upstream_specs, self.upstream_timeout).await;
+        self.unavailable = started.failures.iter().map(ToString::to_string).collect();
+        let warnings = started
+            .failures
+            .iter()
+            .map(|e| format!("{e} (its tools are not available; the other sources are)"))
+            .collect();
+        for source in &started.sources {
+            source
+                .upstream
+                .register(&source.specs, &mut self.registry)
+                .map_err(|e| e.to_string())?;
+        }
+        self.upstreams = started.sources;
+        self.list_changed = Some(started.list_changed);
+        Ok(warnings)
     }
 }

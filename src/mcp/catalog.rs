@@ -1,6 +1,11 @@
 //! The tool catalog the server serves: the static tools (built-ins), the upstreams' current tool
-//! lists, `run_code` over the visible set, and the pipeline they all run through. Rebuilt when an
+//! lists, `run_code` over the visible set, and the pipelines they run through. Rebuilt when an
 //! upstream says its tool list changed; a run in progress keeps the catalog it started with.
+//!
+//! Two pipelines, as in `codemode run`: the *outer* one holds only `run_code` (its call is the
+//! durable one); the *inner* one holds the visible tools with the policy, the guards and the
+//! elicitation approver, and serves both the nested calls of runs and, with `--expose-direct`,
+//! direct calls. So the policy judges tool calls, never the act of running a program.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,14 +17,18 @@ use super::approve::ElicitationApprover;
 use super::live::{LiveRequests, ProgressObserver};
 use super::upstream::{Upstream, UpstreamError};
 use crate::codemode::{CodeMode, RUN_CODE};
-use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::pipeline::{Approver, Pipeline, PipelineBuilder};
 use crate::sandbox::{Limits, Sandbox};
 use crate::schema::ToolSpec;
 use crate::tool::ToolRegistry;
 
-/// Makes the pipeline builder for a registry: hooks, guards, policy, logs. The server adds its
-/// approver (elicitation) and its progress observer, then builds.
-pub type PipelineFactory = Arc<dyn Fn(ToolRegistry) -> PipelineBuilder + Send + Sync>;
+/// Makes the inner pipeline's builder for a registry, with the given approver: policy, guards,
+/// audit log, call limits. The server adds its progress observer, then builds.
+pub type PipelineFactory =
+    Arc<dyn Fn(ToolRegistry, Arc<dyn Approver>) -> PipelineBuilder + Send + Sync>;
+
+/// Makes the outer pipeline's builder (the `run_code` call; the session log goes here).
+pub type OuterFactory = Arc<dyn Fn(ToolRegistry) -> PipelineBuilder + Send + Sync>;
 
 /// Whether a sandbox path is visible (the policy's filter).
 pub type VisibleFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -36,6 +45,7 @@ pub struct CatalogParts {
     pub base: ToolRegistry,
     pub upstreams: Vec<UpstreamSource>,
     pub factory: PipelineFactory,
+    pub outer: OuterFactory,
     pub visible: VisibleFilter,
     pub sandbox: Sandbox,
     pub limits: Limits,
@@ -45,7 +55,10 @@ pub struct CatalogParts {
 
 /// One built catalog.
 pub(crate) struct Catalog {
-    pub pipeline: Pipeline,
+    /// Holds `run_code`.
+    pub outer: Pipeline,
+    /// Holds the visible tools.
+    pub inner: Pipeline,
     /// What `tools/list` answers.
     pub tools: Vec<Tool>,
 }
@@ -67,20 +80,20 @@ pub(crate) fn build(
 ) -> Result<Catalog, UpstreamError> {
     let visible = visible_registry(parts)?;
     let code_mode = CodeMode::new(parts.sandbox.clone(), parts.limits.clone());
-    let mut registry = visible.clone();
-    let run_code = code_mode.tool(&visible).map_err(|e| UpstreamError {
-        namespace: RUN_CODE.into(),
-        message: e.to_string(),
-    })?;
-    registry.register(run_code).map_err(|e| UpstreamError {
-        namespace: RUN_CODE.into(),
-        message: e.to_string(),
-    })?;
-    let pipeline = (parts.factory)(registry)
-        .approver(ElicitationApprover(Arc::clone(live)))
+    let approver: Arc<dyn Approver> = Arc::new(ElicitationApprover(Arc::clone(live)));
+    let inner = (parts.factory)(visible.clone(), approver)
         .observer(ProgressObserver(Arc::clone(live)))
         .build();
-    code_mode.attach(pipeline.clone());
+    code_mode.attach(inner.clone());
+    let run_code_error = |message: String| UpstreamError {
+        namespace: RUN_CODE.into(),
+        message,
+    };
+    let mut outer_registry = ToolRegistry::new();
+    outer_registry
+        .register(code_mode.tool(&visible).map_err(|e| run_code_error(e.to_string()))?)
+        .map_err(|e| run_code_error(e.to_string()))?;
+    let outer = (parts.outer)(outer_registry).build();
 
     let mut tools = vec![run_code_tool(&code_mode, &visible)];
     if parts.expose_direct {
@@ -100,7 +113,11 @@ pub(crate) fn build(
             tool
         }));
     }
-    Ok(Catalog { pipeline, tools })
+    Ok(Catalog {
+        outer,
+        inner,
+        tools,
+    })
 }
 
 fn run_code_tool(code_mode: &CodeMode, visible: &ToolRegistry) -> Tool {

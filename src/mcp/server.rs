@@ -146,7 +146,11 @@ impl CodemodeServer {
         let tracked = self.shared.live.track(Arc::clone(&run_id), Arc::clone(&live));
         let cancel = CancellationToken::new();
         let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
-        let pipeline = catalog.pipeline.clone();
+        let pipeline = if name == RUN_CODE {
+            catalog.outer.clone()
+        } else {
+            catalog.inner.clone()
+        };
         let run = CURRENT_REQUEST.scope(live, with_run_id(run_id, pipeline.call(call)));
         // Spawned, so a run suspended on an approval outlives the request that started it.
         let task = tokio::spawn(async move {
