@@ -59,6 +59,8 @@ struct Inner {
     pipeline: OnceLock<Pipeline>,
     /// Parent of every run's cancellation: [`CodeMode::stop_all`].
     stop: CancellationToken,
+    /// Runs whose id the caller chose ([`with_run_id`]), for [`CodeMode::stop_run`].
+    by_id: std::sync::Mutex<std::collections::HashMap<Arc<str>, CancellationToken>>,
 }
 
 impl CodeMode {
@@ -69,6 +71,7 @@ impl CodeMode {
                 limits,
                 pipeline: OnceLock::new(),
                 stop: CancellationToken::new(),
+                by_id: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
         }
     }
@@ -88,6 +91,20 @@ impl CodeMode {
     /// Ctrl-C, where cancelling the enclosing `run_code` call would drop the outcome.
     pub fn stop_all(&self) {
         self.inner.stop.cancel();
+    }
+
+    /// Stop the run whose id was chosen with [`with_run_id`]; it still returns its outcome
+    /// (status `cancelled`, console kept), unlike cancelling the `run_code` call, which discards
+    /// it. Returns whether such a run was going.
+    pub fn stop_run(&self, run_id: &str) -> bool {
+        let runs = self.inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        match runs.get(run_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Run a program against the attached pipeline's visible tools.
@@ -114,9 +131,12 @@ impl CodeMode {
         let mut options = RunOptions::new(self.inner.limits.clone())
             .with_cancel(run_cancel.clone())
             .with_tools(Arc::new(host));
-        if let Ok(run_id) = CHOSEN_RUN_ID.try_with(|id| id.to_string()) {
-            options = options.with_run_id(run_id);
+        let chosen = CHOSEN_RUN_ID.try_with(Arc::clone).ok();
+        if let Some(run_id) = &chosen {
+            options = options.with_run_id(run_id.to_string());
         }
+        let _registered =
+            chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
         let run = self.inner.sandbox.run_with(code, options);
         tokio::pin!(run);
         tokio::select! {
@@ -127,6 +147,27 @@ impl CodeMode {
                 run.await
             }
         }
+    }
+}
+
+/// Keeps a run stoppable by id while it goes.
+struct RegisteredRun<'a> {
+    inner: &'a Inner,
+    run_id: Arc<str>,
+}
+
+impl<'a> RegisteredRun<'a> {
+    fn new(inner: &'a Inner, run_id: Arc<str>, token: CancellationToken) -> Self {
+        let mut runs = inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        runs.insert(Arc::clone(&run_id), token);
+        RegisteredRun { inner, run_id }
+    }
+}
+
+impl Drop for RegisteredRun<'_> {
+    fn drop(&mut self) {
+        let mut runs = self.inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        runs.remove(&self.run_id);
     }
 }
 

@@ -59,6 +59,8 @@ pub(crate) struct Catalog {
     pub outer: Pipeline,
     /// Holds the visible tools.
     pub inner: Pipeline,
+    /// Runs the programs (to stop one by id when its request is cancelled).
+    pub code_mode: CodeMode,
     /// What `tools/list` answers.
     pub tools: Vec<Tool>,
 }
@@ -116,6 +118,7 @@ pub(crate) fn build(
     Ok(Catalog {
         outer,
         inner,
+        code_mode,
         tools,
     })
 }

@@ -23,13 +23,13 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use super::approve::{approval_form, approves};
 use super::catalog::{self, Catalog, CatalogParts};
 use super::live::{AskRoute, CURRENT_REQUEST, LiveRequest, LiveRequests, PendingAsk};
 use super::upstream::DEFAULT_STARTUP_TIMEOUT;
-use crate::codemode::{RUN_CODE, with_run_id};
+use crate::codemode::{CodeMode, RUN_CODE, with_run_id};
 use crate::pipeline::{CallOutcome, CallRequest};
 use crate::sandbox::new_run_id;
 
@@ -46,11 +46,41 @@ comes back, so filter and join data inside the program.";
 struct InFlight {
     task: JoinHandle<CallOutcome>,
     asks: mpsc::UnboundedReceiver<PendingAsk>,
-    /// Cancels the run when dropped, unless disarmed while the run is suspended.
-    cancel_on_drop: Option<DropGuard>,
-    cancel: CancellationToken,
+    stop: Stop,
+    /// Whether dropping this stops the call: yes while a request awaits it (the SDK drops the
+    /// handler of a cancelled request), no while it is suspended waiting for the client's retry.
+    armed: bool,
     /// The approver's reply channel while the client is being asked.
     waiting: Option<oneshot::Sender<bool>>,
+}
+
+/// How a call in progress is stopped.
+#[derive(Clone)]
+enum Stop {
+    /// A run: stopped by id, so it still returns its outcome (status `cancelled`), which is
+    /// what the durable log records.
+    Run { code_mode: CodeMode, run_id: Arc<str> },
+    /// A direct call: cancelled through the pipeline (`CANCELLED`).
+    Call(CancellationToken),
+}
+
+impl Stop {
+    fn stop(&self) {
+        match self {
+            Stop::Run { code_mode, run_id } => {
+                code_mode.stop_run(run_id);
+            }
+            Stop::Call(token) => token.cancel(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.armed {
+            self.stop.stop();
+        }
+    }
 }
 
 /// The `ServerHandler`. Cheap to clone (the SDK clones it per session).
@@ -146,10 +176,14 @@ impl CodemodeServer {
         let tracked = self.shared.live.track(Arc::clone(&run_id), Arc::clone(&live));
         let cancel = CancellationToken::new();
         let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
-        let pipeline = if name == RUN_CODE {
-            catalog.outer.clone()
+        let (pipeline, stop) = if name == RUN_CODE {
+            let stop = Stop::Run {
+                code_mode: catalog.code_mode.clone(),
+                run_id: Arc::clone(&run_id),
+            };
+            (catalog.outer.clone(), stop)
         } else {
-            catalog.inner.clone()
+            (catalog.inner.clone(), Stop::Call(cancel))
         };
         let run = CURRENT_REQUEST.scope(live, with_run_id(run_id, pipeline.call(call)));
         // Spawned, so a run suspended on an approval outlives the request that started it.
@@ -161,8 +195,8 @@ impl CodemodeServer {
         let in_flight = InFlight {
             task,
             asks: ask_rx,
-            cancel_on_drop: Some(cancel.clone().drop_guard()),
-            cancel,
+            stop,
+            armed: true,
             waiting: None,
         };
         self.drive(in_flight, &context.ct, &catalog).await
@@ -186,14 +220,12 @@ impl CodemodeServer {
                 call.waiting = Some(ask.reply);
                 // The run waits for the client's retry; only the TTL (or the retry's own
                 // cancellation) stops it now.
-                if let Some(guard) = call.cancel_on_drop.take() {
-                    guard.disarm();
-                }
+                call.armed = false;
                 self.suspend(state.clone(), call);
                 Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
             }
             () = request_cancelled.cancelled() => {
-                call.cancel.cancel();
+                call.stop.stop();
                 let outcome = (&mut call.task).await;
                 Ok(to_result(outcome, catalog).into())
             }
@@ -208,7 +240,7 @@ impl CodemodeServer {
             if let Some(shared) = shared.upgrade() {
                 let expired = shared.suspended.lock().unwrap_or_else(|e| e.into_inner()).remove(&state);
                 if let Some(call) = expired {
-                    call.cancel.cancel();
+                    call.stop.stop();
                 }
             }
         });
@@ -231,7 +263,7 @@ impl CodemodeServer {
                 None,
             ));
         };
-        call.cancel_on_drop = Some(call.cancel.clone().drop_guard());
+        call.armed = true;
         let approved = responses
             .as_ref()
             .and_then(|r| r.get(APPROVAL_KEY))

@@ -1,0 +1,290 @@
+"""End-to-end scenarios: the official Python MCP SDK (`mcp`) drives `codemode mcp`, whose tool
+sources are the built-ins and the reference MCP servers from npm.
+
+Usage: python client_e2e.py SCENARIO CODEMODE_BIN DEPS_DIR WORK_DIR
+Each scenario asserts what it names and exits non-zero (with the reason) when it does not hold.
+Run by tests/all/mcp_e2e.rs, which installs the components first.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+import mcp_types as types
+
+SCENARIO, BIN, DEPS, WORK = sys.argv[1:5]
+NODE_BIN = os.path.join(DEPS, "node", "node_modules", ".bin")
+
+
+def upstream(ns, tool, *args):
+    return ["--upstream", " ".join([f"{ns}={os.path.join(NODE_BIN, tool)}", *args])]
+
+
+def memory_upstream():
+    # The memory server keeps its graph in a file: one per test, never the package's own.
+    return upstream("memory", "mcp-server-memory") + [
+        "--upstream-env",
+        f"memory:MEMORY_FILE_PATH={os.path.join(WORK, 'memory.jsonl')}",
+    ]
+
+
+def server(*flags):
+    return StdioServerParameters(command=BIN, args=["mcp", *flags], cwd=WORK)
+
+
+def check(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def text_of(result):
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def run_code(client, code, **kw):
+    result = await client.call_tool("run_code", {"code": code}, **kw)
+    outcome = result.structured_content
+    check(isinstance(outcome, dict), f"structuredContent is not the RunOutcome: {result}")
+    check(outcome.get("version") == 1, f"not a RunOutcome: {outcome}")
+    check(result.is_error == (outcome["status"] != "ok"), f"isError does not follow the status: {result}")
+    return result, outcome
+
+
+async def list_and_run(mode):
+    """tools/list carries the SDK; one program uses two upstreams and a built-in."""
+    flags = ["--root", WORK, *memory_upstream(), *upstream("everything", "mcp-server-everything")]
+    async with Client(server(*flags), mode=mode) as client:
+        listed = await client.list_tools()
+        names = [t.name for t in listed.tools]
+        check(names == ["run_code"], f"only run_code is listed without --expose-direct: {names}")
+        description = listed.tools[0].description
+        for needle in ["create_entities(", "memory: {", "everything: {", "grep(", "get_sum("]:
+            check(needle in description, f"the run_code description lacks {needle!r}")
+        with open(os.path.join(WORK, "notes.txt"), "w") as f:
+            f.write("alpha\nneedle here\nomega\n")
+        result, outcome = await run_code(client, """
+await tools.memory.create_entities({entities: [{name: "codemode", entityType: "project", observations: ["runs TS"]}]});
+const graph = await tools.memory.read_graph({});
+const sum = await tools.everything.get_sum({a: 2, b: 40});
+const echo = await tools.everything.echo({message: "hi"});
+const hits = await tools.grep({pattern: "needle"});
+console.log("found", hits.matches.length);
+return {names: graph.entities.map(e => e.name), sum, echo, hit: hits.matches[0]};
+""")
+        check(outcome["status"] == "ok", f"the run failed: {outcome}")
+        value = outcome["value"]
+        check(value["names"] == ["codemode"], f"memory graph: {value}")
+        check("42" in json.dumps(value["sum"]), f"get-sum: {value['sum']}")
+        check(value["echo"] == "Echo: hi", f"echo: {value['echo']}")
+        check(value["hit"]["path"] == "notes.txt" and value["hit"]["line"] == 2, f"grep: {value['hit']}")
+        stats = outcome["stats"]
+        check(stats["tool_calls"] == 5, f"stats: {stats}")
+        check(stats["calls_by_tool"]["everything.get_sum"] == 1, f"stats: {stats}")
+        check("found 1" in text_of(result), f"the content has the console: {text_of(result)}")
+        print(json.dumps({"protocol": client.protocol_version, "stats": stats}))
+
+
+async def content_mapping():
+    """Upstream results: structuredContent, images, resource links, isError, and the minimal env."""
+    os.environ["CODEMODE_E2E_SECRET"] = "must-not-leak"
+    flags = [*upstream("everything", "mcp-server-everything"), "--upstream-env", "everything:GIVEN=yes"]
+    async with Client(server(*flags)) as client:
+        _, outcome = await run_code(client, """
+const structured = await tools.everything.get_structured_content({location: "New York"});
+const image = await tools.everything.get_tiny_image({});
+const env = await tools.everything.get_env({});
+let err = null;
+try { await tools.everything.get_sum({a: "not a number", b: 1}); } catch (e) { err = {name: e.name, code: e.code}; }
+return {structured, image, env, err};
+""")
+        check(outcome["status"] == "ok", f"the run failed: {outcome}")
+        value = outcome["value"]
+        check(isinstance(value["structured"], dict) and "temperature" in value["structured"], f"structured: {value['structured']}")
+        images = [b for b in value["image"] if isinstance(b, dict) and b.get("type") == "image"]
+        check(images and images[0]["mimeType"] == "image/png" and images[0]["data"], f"image: {value['image']}")
+        env = value["env"]
+        env_text = json.dumps(env)
+        check("must-not-leak" not in env_text, "the upstream saw codemode's whole environment")
+        check("GIVEN" in env_text and "PATH" in env_text, f"the upstream env lacks the allow-listed keys: {env_text[:300]}")
+        check(value["err"] == {"name": "ToolError", "code": "INVALID_ARGS"}, f"bad args: {value['err']}")
+
+
+async def tool_error_and_failure():
+    """An upstream isError is TOOL_ERROR with the server's text; an uncaught one fails the run."""
+    allowed = os.path.join(WORK, "allowed")
+    os.makedirs(allowed, exist_ok=True)
+    flags = upstream("fs", "mcp-server-filesystem", allowed)
+    async with Client(server(*flags)) as client:
+        _, outcome = await run_code(client, """
+try { await tools.fs.read_text_file({path: "/etc/hostname"}); return "read it"; }
+catch (e) { return {name: e.name, code: e.code, message: e.message, tool: e.tool}; }
+""")
+        value = outcome["value"]
+        check(value["code"] == "TOOL_ERROR" and value["tool"] == "fs.read_text_file", f"{value}")
+        check("denied" in value["message"].lower() or "outside" in value["message"].lower(), f"the server's text is lost: {value}")
+        result, outcome = await run_code(client, "await tools.fs.read_text_file({path: '/etc/hostname'});")
+        check(result.is_error and outcome["status"] == "error", f"an uncaught ToolError must fail the run: {outcome}")
+        check(outcome["error"]["code"] == "TOOL_ERROR", f"{outcome['error']}")
+
+
+async def expose_direct():
+    """--expose-direct lists the visible tools beside run_code and calls them through the pipeline."""
+    flags = ["--root", WORK, "--expose-direct", *upstream("everything", "mcp-server-everything")]
+    async with Client(server(*flags)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        for name in ["run_code", "grep", "read_file", "everything.get_sum"]:
+            check(name in names, f"{name} is not exposed: {names}")
+        result = await client.call_tool("everything.get_sum", {"a": 1, "b": 2})
+        check(not result.is_error and "3" in text_of(result), f"direct call: {result}")
+        result = await client.call_tool("read_file", {"path": "../outside.txt"})
+        check(result.is_error and "DENIED" in text_of(result), f"the path guard must apply to direct calls: {text_of(result)}")
+
+
+async def progress_and_cancel():
+    """Nested calls are reported as progress; a cancelled request ends its run as `cancelled`."""
+    log = os.path.join(WORK, "session.jsonl")
+    flags = ["--root", WORK, *upstream("everything", "mcp-server-everything"), "--session-log", log]
+    async with Client(server(*flags)) as client:
+        messages = []
+
+        async def on_progress(progress, total, message):
+            messages.append(message)
+
+        _, outcome = await run_code(client, """
+for (let i = 0; i < 3; i++) await tools.everything.echo({message: "m" + i});
+return "done";
+""", progress_callback=on_progress)
+        check(outcome["status"] == "ok", f"{outcome}")
+        await anyio.sleep(0.2)
+        calls = [m for m in messages if m and "everything.echo" in m]
+        check(len(calls) >= 3, f"progress notifications for nested calls: {messages}")
+        with anyio.move_on_after(1.0):
+            await client.call_tool("run_code", {"code": "while (true) {}"})
+            raise AssertionError("the endless run returned")
+        # The server is still healthy, and the cancelled run is on the durable log.
+        _, outcome = await run_code(client, "return 1 + 1")
+        check(outcome["value"] == 2, f"{outcome}")
+    await anyio.sleep(0.5)
+    with open(log) as f:
+        statuses = [json.loads(line).get("value", {}).get("status") for line in f if line.strip()]
+    check("cancelled" in statuses, f"the session log has no cancelled run: {statuses}")
+
+
+async def approvals(mode):
+    """An `ask` under the policy goes to the user by elicitation (server request on legacy sessions,
+    InputRequiredResult on 2026-07-28); yes runs the call, no denies only that call."""
+    answers = []
+
+    async def elicit(context, params):
+        answer = answers.pop(0)
+        check("write_file" in params.message, f"the question names the tool: {params.message}")
+        return types.ElicitResult(action="accept", content={"approve": answer})
+
+    async with Client(server("--root", WORK), mode=mode, elicitation_callback=elicit) as client:
+        answers[:] = [True, False]
+        _, outcome = await run_code(client, """
+const first = await tools.write_file({path: "approved.txt", content: "yes"});
+let second;
+try { await tools.write_file({path: "refused.txt", content: "no"}); second = "written"; }
+catch (e) { second = {code: e.code, by: e.details.by}; }
+return {first: first.bytes_written, second};
+""")
+        check(outcome["status"] == "ok", f"{outcome}")
+        check(outcome["value"] == {"first": 3, "second": {"code": "DENIED", "by": "approver"}}, f"{outcome['value']}")
+        check(os.path.exists(os.path.join(WORK, "approved.txt")), "the approved write did not happen")
+        check(not os.path.exists(os.path.join(WORK, "refused.txt")), "the refused write happened")
+        check(answers == [], f"not every answer was asked for: {answers}")
+        print(json.dumps({"protocol": client.protocol_version}))
+
+
+async def no_elicitation_denies():
+    """A client without elicitation gets asks refused with a reason."""
+    async with Client(server("--root", WORK)) as client:
+        _, outcome = await run_code(client, """
+try { await tools.shell({command: "touch shell-ran"}); return "ran"; }
+catch (e) { return {code: e.code, by: e.details.by, reason: e.details.reason}; }
+""")
+        value = outcome["value"]
+        check(value["code"] == "DENIED" and "elicitation" in value["reason"], f"{value}")
+        check(not os.path.exists(os.path.join(WORK, "shell-ran")), "the refused shell call ran")
+
+
+async def upstream_failures():
+    """An upstream that cannot start is reported; one that dies mid-run fails its calls clearly;
+    the other sources keep working."""
+    policy = os.path.join(WORK, "policy.toml")
+    with open(policy, "w") as f:
+        f.write('default = "allow"\n')
+    flags = ["--root", WORK, "--policy", policy, *memory_upstream(),
+             "--upstream", "broken=/nonexistent/mcp-server"]
+    async with Client(server(*flags)) as client:
+        check("broken" in (client.instructions or ""), f"instructions: {client.instructions}")
+        _, outcome = await run_code(client, """
+const before = await tools.memory.read_graph({});
+await tools.shell({command: "pkill -f '^node .*mcp-server-memory'"});
+await new Promise(r => setTimeout(r, 300));
+let after;
+try { await tools.memory.read_graph({}); after = "answered"; } catch (e) { after = {code: e.code, message: e.message}; }
+const files = await tools.list_dir({path: "."});
+return {before: Array.isArray(before.entities), after, builtins: files.entries.length > 0};
+""")
+        value = outcome["value"]
+        check(value["before"] is True and value["builtins"] is True, f"{value}")
+        check(value["after"]["code"] == "TOOL_ERROR" and "memory" in value["after"]["message"], f"{value['after']}")
+
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture_server.py")
+
+
+async def list_changed():
+    """An upstream's notifications/tools/list_changed refreshes the visible set for the next run,
+    and the client is told that the tool list (the run_code description) changed."""
+    notices = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and "list_changed" in message.method:
+            notices.append(message.method)
+
+    flags = ["--upstream", f"dyn={sys.executable} {FIXTURE} dynamic"]
+    async with Client(server(*flags), mode="legacy", message_handler=on_message) as client:
+        description = (await client.list_tools()).tools[0].description
+        check("added_later(" not in description, "the tool exists before it was added")
+        _, outcome = await run_code(client, "return await tools.dyn.grow({});")
+        # The Python SDK wraps a str return as structured content `{result}`.
+        check(outcome["value"] == {"result": "grown"}, f"{outcome}")
+        for _ in range(50):
+            description = (await client.list_tools()).tools[0].description
+            if "added_later(" in description:
+                break
+            await anyio.sleep(0.1)
+        check("added_later(" in description, "the SDK never showed the added tool")
+        check(notices, "the client was not told that the tool list changed")
+        _, outcome = await run_code(client, "return await tools.dyn.added_later({x: 21});")
+        check(outcome["value"] == {"result": 42}, f"the added tool is not callable: {outcome}")
+
+
+SCENARIOS = {
+    "list_changed": list_changed,
+    "list_and_run_modern": lambda: list_and_run("auto"),
+    "list_and_run_legacy": lambda: list_and_run("legacy"),
+    "content_mapping": content_mapping,
+    "tool_error_and_failure": tool_error_and_failure,
+    "expose_direct": expose_direct,
+    "progress_and_cancel": progress_and_cancel,
+    "approvals_modern": lambda: approvals("auto"),
+    "approvals_legacy": lambda: approvals("legacy"),
+    "no_elicitation_denies": no_elicitation_denies,
+    "upstream_failures": upstream_failures,
+}
+
+async def main():
+    with anyio.fail_after(90):
+        await SCENARIOS[SCENARIO]()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    print(f"scenario {SCENARIO}: ok")
