@@ -1,8 +1,8 @@
 //! The `codemode` command line (DESIGN.md §8). Exit codes: 0 ok, 1 the run or operation failed,
 //! 2 usage or input error.
 
-mod progress;
 mod mcp;
+mod progress;
 mod run;
 mod sdk;
 mod sources;

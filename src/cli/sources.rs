@@ -114,7 +114,10 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
     let mut upstream_specs = Vec::new();
     for flag in &args.upstreams {
         let spec = UpstreamSpec::parse(flag)?;
-        if upstream_specs.iter().any(|s: &UpstreamSpec| s.namespace == spec.namespace) {
+        if upstream_specs
+            .iter()
+            .any(|s: &UpstreamSpec| s.namespace == spec.namespace)
+        {
             return Err(format!(
                 "--upstream: the namespace `{}` is given twice; each upstream needs its own",
                 spec.namespace

@@ -71,7 +71,9 @@ impl Approver for ElicitationApprover {
             };
             let message = question(request);
             match &live.asks {
-                AskRoute::Refuse(reason) => refuse(format!("{}; {reason}", request.reasons.join("; "))),
+                AskRoute::Refuse(reason) => {
+                    refuse(format!("{}; {reason}", request.reasons.join("; ")))
+                }
                 AskRoute::InputRequired(queue) => {
                     let (reply, answer) = oneshot::channel();
                     if queue.send(PendingAsk { message, reply }).is_err() {

@@ -93,7 +93,11 @@ pub(crate) fn build(
     };
     let mut outer_registry = ToolRegistry::new();
     outer_registry
-        .register(code_mode.tool(&visible).map_err(|e| run_code_error(e.to_string()))?)
+        .register(
+            code_mode
+                .tool(&visible)
+                .map_err(|e| run_code_error(e.to_string()))?,
+        )
         .map_err(|e| run_code_error(e.to_string()))?;
     let outer = (parts.outer)(outer_registry).build();
 

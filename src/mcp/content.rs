@@ -56,7 +56,10 @@ fn text_of(block: &Value) -> Option<&str> {
 
 /// One content block as a value.
 fn block_value(block: &Value) -> Value {
-    let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let field = |name: &str| block.get(name).cloned();
     match kind {
         "text" => field("text").unwrap_or(Value::Null),
@@ -89,10 +92,7 @@ fn block_value(block: &Value) -> Value {
         "resource_link" => {
             let mut out = Map::new();
             out.insert("type".into(), json!("resource_link"));
-            out.insert(
-                "mimeType".into(),
-                field("mimeType").unwrap_or(Value::Null),
-            );
+            out.insert("mimeType".into(), field("mimeType").unwrap_or(Value::Null));
             out.insert("uri".into(), field("uri").unwrap_or(Value::Null));
             if let Some(name) = field("name") {
                 out.insert("name".into(), name);
@@ -155,6 +155,10 @@ mod tests {
         let result = json!({"isError": true, "content": [{"type": "text", "text": "no such entity"}], "structuredContent": {"x": 1}});
         assert_eq!(canonical_value(&result), Err("no such entity".to_string()));
         let bare = json!({"isError": true, "content": []});
-        assert!(canonical_value(&bare).unwrap_err().contains("without a message"));
+        assert!(
+            canonical_value(&bare)
+                .unwrap_err()
+                .contains("without a message")
+        );
     }
 }

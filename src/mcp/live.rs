@@ -135,7 +135,8 @@ impl EventSink for ProgressObserver {
     fn emit(&self, event: &Event) {
         match event {
             Event::Call(call) if matches!(call.caller, Caller::CodeMode { .. }) => {
-                self.0.report(&call.caller, format!("calling {}", call.tool));
+                self.0
+                    .report(&call.caller, format!("calling {}", call.tool));
             }
             Event::Result(result) if matches!(result.caller, Caller::CodeMode { .. }) => {
                 let outcome = match &result.code {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, Implementation, InputRequest, InputRequiredResult, InputRequests,
+    ElicitRequestParams, Implementation, InputRequest, InputRequests, InputRequiredResult,
     InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
     ServerConfig,
 };
@@ -59,7 +59,10 @@ struct InFlight {
 enum Stop {
     /// A run: stopped by id, so it still returns its outcome (status `cancelled`), which is
     /// what the durable log records.
-    Run { code_mode: CodeMode, run_id: Arc<str> },
+    Run {
+        code_mode: CodeMode,
+        run_id: Arc<str>,
+    },
     /// A direct call: cancelled through the pipeline (`CANCELLED`).
     Call(CancellationToken),
 }
@@ -121,26 +124,45 @@ impl CodemodeServer {
 
     /// The names `tools/list` answers (for tests and the CLI's startup line).
     pub fn tool_names(&self) -> Vec<String> {
-        self.catalog().tools.iter().map(|t| t.name.to_string()).collect()
+        self.catalog()
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.shared.catalog.read().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(
+            &self
+                .shared
+                .catalog
+                .read()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// An upstream said its tools changed: re-list them, rebuild the catalog for the next runs,
     /// and tell the client (the `run_code` description embeds the SDK).
     pub async fn refresh(&self, namespace: &str) {
         let mut parts = self.shared.parts.lock().await;
-        let rebuilt = match catalog::refresh_upstream(&mut parts, namespace, DEFAULT_STARTUP_TIMEOUT).await
-        {
-            Ok(()) => catalog::build(&parts, &self.shared.live),
-            Err(e) => Err(e),
-        };
+        let rebuilt =
+            match catalog::refresh_upstream(&mut parts, namespace, DEFAULT_STARTUP_TIMEOUT).await {
+                Ok(()) => catalog::build(&parts, &self.shared.live),
+                Err(e) => Err(e),
+            };
         match rebuilt {
             Ok(catalog) => {
-                *self.shared.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
-                let peer = self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                *self
+                    .shared
+                    .catalog
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+                let peer = self
+                    .shared
+                    .peer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
                 if let Some(peer) = peer {
                     let _ = peer.notify_tool_list_changed().await;
                 }
@@ -173,7 +195,10 @@ impl CodemodeServer {
             ask_route(context, ask_tx),
         ));
         let run_id: Arc<str> = new_run_id().into();
-        let tracked = self.shared.live.track(Arc::clone(&run_id), Arc::clone(&live));
+        let tracked = self
+            .shared
+            .live
+            .track(Arc::clone(&run_id), Arc::clone(&live));
         let cancel = CancellationToken::new();
         let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
         let (pipeline, stop) = if name == RUN_CODE {
@@ -238,7 +263,11 @@ impl CodemodeServer {
         tokio::spawn(async move {
             tokio::time::sleep(SUSPENDED_TTL).await;
             if let Some(shared) = shared.upgrade() {
-                let expired = shared.suspended.lock().unwrap_or_else(|e| e.into_inner()).remove(&state);
+                let expired = shared
+                    .suspended
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&state);
                 if let Some(call) = expired {
                     call.stop.stop();
                 }
@@ -247,7 +276,10 @@ impl CodemodeServer {
     }
 
     fn lock_suspended(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
-        self.shared.suspended.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared
+            .suspended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The client's retry of an `InputRequiredResult`: hand the answer to the waiting approver.
@@ -301,7 +333,10 @@ fn ask_route(
 }
 
 /// The MCP result of a finished call.
-fn to_result(joined: Result<CallOutcome, tokio::task::JoinError>, catalog: &Catalog) -> CallToolResult {
+fn to_result(
+    joined: Result<CallOutcome, tokio::task::JoinError>,
+    catalog: &Catalog,
+) -> CallToolResult {
     let outcome = match joined {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -322,7 +357,8 @@ fn to_result(joined: Result<CallOutcome, tokio::task::JoinError>, catalog: &Cata
             result
         }
         Ok(value) => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())]);
+            let mut result =
+                CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())]);
             let declares_output = catalog
                 .tools
                 .iter()
@@ -363,7 +399,9 @@ impl ServerHandler for CodemodeServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         *self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer.clone());
-        Ok(ListToolsResult::with_all_items(self.catalog().tools.clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.catalog().tools.clone(),
+        ))
     }
 
     async fn call_tool(

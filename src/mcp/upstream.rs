@@ -87,7 +87,9 @@ impl UpstreamSpec {
                 .iter_mut()
                 .find(|s| s.namespace == namespace)
                 .ok_or_else(|| {
-                    format!("--upstream-env `{flag}`: no --upstream has the namespace `{namespace}`")
+                    format!(
+                        "--upstream-env `{flag}`: no --upstream has the namespace `{namespace}`"
+                    )
                 })?;
             spec.env.push((key.to_string(), value));
         }
@@ -251,7 +253,12 @@ impl Upstream {
         };
         let tools = tokio::time::timeout(timeout, self.service.list_all_tools())
             .await
-            .map_err(|_| fail(format!("tools/list did not answer within {} s", timeout.as_secs())))?
+            .map_err(|_| {
+                fail(format!(
+                    "tools/list did not answer within {} s",
+                    timeout.as_secs()
+                ))
+            })?
             .map_err(|e| fail(format!("tools/list failed: {e}{}", self.stderr.suffix())))?;
         let doc = json!({ "tools": tools });
         import_tools(&doc).map_err(|e| fail(format!("its tools/list is not usable: {e}")))
@@ -356,21 +363,40 @@ mod tests {
 
     #[test]
     fn rejects_bad_flags_with_the_reason() {
-        assert!(UpstreamSpec::parse("no-equals").unwrap_err().contains("expected NS=CMD"));
-        assert!(UpstreamSpec::parse("my-ns=cmd").unwrap_err().contains("not a JavaScript identifier"));
+        assert!(
+            UpstreamSpec::parse("no-equals")
+                .unwrap_err()
+                .contains("expected NS=CMD")
+        );
+        assert!(
+            UpstreamSpec::parse("my-ns=cmd")
+                .unwrap_err()
+                .contains("not a JavaScript identifier")
+        );
         assert!(UpstreamSpec::parse("ns=").unwrap_err().contains("empty"));
-        assert!(UpstreamSpec::parse("ns=echo 'unbalanced").unwrap_err().contains("unbalanced"));
+        assert!(
+            UpstreamSpec::parse("ns=echo 'unbalanced")
+                .unwrap_err()
+                .contains("unbalanced")
+        );
     }
 
     #[test]
     fn env_flags_attach_to_their_namespace_and_build_a_minimal_environment() {
-        let mut specs = vec![UpstreamSpec::parse("a=cmd").unwrap(), UpstreamSpec::parse("b=cmd").unwrap()];
-        UpstreamSpec::apply_env_flags(&mut specs, &["b:TOKEN=xyz".into(), "b:PATH".into()]).unwrap();
+        let mut specs = vec![
+            UpstreamSpec::parse("a=cmd").unwrap(),
+            UpstreamSpec::parse("b=cmd").unwrap(),
+        ];
+        UpstreamSpec::apply_env_flags(&mut specs, &["b:TOKEN=xyz".into(), "b:PATH".into()])
+            .unwrap();
         assert!(specs[0].env.is_empty());
         let env = specs[1].environment();
         assert!(env.contains(&("TOKEN".into(), "xyz".into())));
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert!(keys.iter().all(|k| ["PATH", "HOME", "TOKEN"].contains(k)), "{keys:?}");
+        assert!(
+            keys.iter().all(|k| ["PATH", "HOME", "TOKEN"].contains(k)),
+            "{keys:?}"
+        );
         let err = UpstreamSpec::apply_env_flags(&mut specs, &["c:X".into()]).unwrap_err();
         assert!(err.contains("no --upstream has the namespace `c`"), "{err}");
         let err = UpstreamSpec::apply_env_flags(&mut specs, &["bX".into()]).unwrap_err();

@@ -7,7 +7,10 @@ fn fails_with(args: &[&str], needle: &str) {
     let out = codemode().args(args).output().expect("run codemode");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: expected {needle:?} in: {stderr}"
+    );
 }
 
 #[test]
@@ -32,7 +35,10 @@ fn the_same_upstream_namespace_twice_is_a_startup_error() {
 #[test]
 fn malformed_upstream_flags_are_startup_errors() {
     fails_with(&["tools", "--upstream", "nocommand"], "expected NS=CMD");
-    fails_with(&["tools", "--upstream", "my-ns=true"], "is not a JavaScript identifier");
+    fails_with(
+        &["tools", "--upstream", "my-ns=true"],
+        "is not a JavaScript identifier",
+    );
     fails_with(&["tools", "--upstream", "ns="], "the command is empty");
     fails_with(
         &["tools", "--upstream", "a=true", "--upstream-env", "b:KEY"],
@@ -77,7 +83,9 @@ fn an_upstream_that_is_not_an_mcp_server_is_reported_with_its_stderr() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("upstream `noisy`") && stderr.contains("handshake") && stderr.contains("boom"),
+        stderr.contains("upstream `noisy`")
+            && stderr.contains("handshake")
+            && stderr.contains("boom"),
         "{stderr}"
     );
 }

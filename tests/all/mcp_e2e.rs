@@ -57,7 +57,14 @@ fn unreachable_registry() -> Option<&'static str> {
     }
     if !answers(
         "python3",
-        &["-m", "pip", "index", "versions", "mcp", "--disable-pip-version-check"],
+        &[
+            "-m",
+            "pip",
+            "index",
+            "versions",
+            "mcp",
+            "--disable-pip-version-check",
+        ],
     ) {
         return Some("the Python package index");
     }
@@ -182,7 +189,11 @@ fn two_upstream_tools_mapping_to_one_sandbox_name_are_a_startup_error_naming_bot
     };
     for command in ["tools", "sdk", "mcp"] {
         let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-            .args([command, "--upstream", &fixture_upstream(&deps, "c", "collide")])
+            .args([
+                command,
+                "--upstream",
+                &fixture_upstream(&deps, "c", "collide"),
+            ])
             .stdin(std::process::Stdio::null())
             .output()
             .expect("run codemode");
@@ -203,9 +214,13 @@ fn codemode_run_calls_upstream_tools_through_the_pipeline() {
     let work = tempfile::tempdir().expect("temp dir");
     let memory = format!(
         "memory={}",
-        deps.join("node/node_modules/.bin/mcp-server-memory").display()
+        deps.join("node/node_modules/.bin/mcp-server-memory")
+            .display()
     );
-    let memory_file = format!("memory:MEMORY_FILE_PATH={}", work.path().join("m.jsonl").display());
+    let memory_file = format!(
+        "memory:MEMORY_FILE_PATH={}",
+        work.path().join("m.jsonl").display()
+    );
     let program = work.path().join("p.ts");
     std::fs::write(
         &program,
@@ -215,13 +230,24 @@ return g.entities.map((e: {name: string}) => e.name);"#,
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["run", "--json", "--upstream", &memory, "--upstream-env", &memory_file])
+        .args([
+            "run",
+            "--json",
+            "--upstream",
+            &memory,
+            "--upstream-env",
+            &memory_file,
+        ])
         .arg(&program)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run codemode");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let outcome: serde_json::Value = serde_json::from_str(&stdout).expect("outcome JSON");
     assert_eq!(outcome["value"], serde_json::json!(["a"]), "{outcome}");
     assert_eq!(outcome["stats"]["calls_by_tool"]["memory.read_graph"], 1);

@@ -24,8 +24,9 @@ def upstream(ns, tool, *args):
 
 
 def memory_upstream():
-    # The memory server keeps its graph in a file: one per test, never the package's own.
-    return upstream("memory", "mcp-server-memory") + [
+    # The memory server keeps its graph in a file: one per test, never the package's own. The
+    # extra argument (which it ignores) tells this test's server process from the others'.
+    return upstream("memory", "mcp-server-memory", f"--codemode-test={WORK}") + [
         "--upstream-env",
         f"memory:MEMORY_FILE_PATH={os.path.join(WORK, 'memory.jsonl')}",
     ]
@@ -222,9 +223,9 @@ async def upstream_failures():
              "--upstream", "broken=/nonexistent/mcp-server"]
     async with Client(server(*flags)) as client:
         check("broken" in (client.instructions or ""), f"instructions: {client.instructions}")
-        _, outcome = await run_code(client, """
+        _, outcome = await run_code(client, f"const WORK = {json.dumps(WORK)};\n" + """
 const before = await tools.memory.read_graph({});
-await tools.shell({command: "pkill -f '^node .*mcp-server-memory'"});
+await tools.shell({command: "pkill -f '^node .*mcp-server-memory --codemode-test=" + WORK + "'"});
 await new Promise(r => setTimeout(r, 300));
 let after;
 try { await tools.memory.read_graph({}); after = "answered"; } catch (e) { after = {code: e.code, message: e.message}; }
