@@ -10,7 +10,9 @@ use super::run::{open_logs, run_limits};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::mcp::{CatalogParts, CodemodeServer, OuterFactory, PipelineFactory, serve_stdio};
+use crate::mcp::{
+    CatalogParts, CodemodeServer, Discovery, OuterFactory, PipelineFactory, serve_stdio,
+};
 use crate::pipeline::{CallLimits, EventSink, Pipeline};
 use crate::sandbox::{Sandbox, SandboxConfig};
 
@@ -24,6 +26,11 @@ pub struct McpArgs {
     /// Also expose the visible tools directly, beside run_code (hybrid mode).
     #[arg(long)]
     expose_direct: bool,
+    /// Progressive discovery: the run_code description shows only `catalog.search` and
+    /// `catalog.describe` (and a count of tools per namespace) instead of the whole SDK. `auto`
+    /// turns it on when the whole SDK would exceed 64 KiB.
+    #[arg(long, value_enum, default_value_t = Discovery::Auto)]
+    discovery: Discovery,
     /// Wall-clock deadline of each run, in milliseconds [default: the policy's limits.timeout_ms,
     /// else 30000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -102,6 +109,7 @@ pub fn mcp(args: McpArgs) -> i32 {
             sandbox,
             limits,
             expose_direct: args.expose_direct,
+            discovery: args.discovery,
         };
         let server = CodemodeServer::new(parts, sources.unavailable.clone())?;
         eprintln!(

@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod discovery;
 mod host;
 mod run_code;
 
@@ -182,16 +183,18 @@ pub fn visible_tools(registry: &ToolRegistry) -> Vec<ToolInfo> {
 
 /// The TypeScript SDK (`tools.d.ts`) of the visible tools.
 pub fn sdk_for(registry: &ToolRegistry) -> String {
-    let tools: Vec<SdkTool> = visible_tools(registry)
-        .into_iter()
-        .map(|t| SdkTool {
-            namespace: t.namespace,
-            sandbox_name: t.sandbox_name,
-            original_name: t.name,
-            description: t.description,
-            input_schema: t.parameters,
-            output_schema: t.output_schema,
-        })
-        .collect();
+    let tools: Vec<SdkTool> = visible_tools(registry).into_iter().map(sdk_tool).collect();
     generate_sdk(&tools)
+}
+
+/// A visible tool as the SDK generator sees it.
+pub(crate) fn sdk_tool(t: ToolInfo) -> SdkTool {
+    SdkTool {
+        namespace: t.namespace,
+        sandbox_name: t.sandbox_name,
+        original_name: t.name,
+        description: t.description,
+        input_schema: t.parameters,
+        output_schema: t.output_schema,
+    }
 }

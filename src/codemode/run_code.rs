@@ -30,7 +30,13 @@ fn description_limits(limits: &Limits) -> DescriptionLimits {
 impl CodeMode {
     /// The `run_code` description for the visible tools of `registry`.
     pub fn description(&self, registry: &ToolRegistry) -> String {
-        run_code_description(&sdk_for(registry), &description_limits(self.limits()))
+        self.description_with_sdk(&sdk_for(registry))
+    }
+
+    /// The `run_code` description around a given SDK text (e.g. the compact one of
+    /// [`super::discovery::discovery_sdk`]).
+    pub fn description_with_sdk(&self, sdk: &str) -> String {
+        run_code_description(sdk, &description_limits(self.limits()))
     }
 
     /// The `run_code` tool definition. Register it in `registry`, build the pipeline, then

@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use super::approve::ElicitationApprover;
 use super::live::{LiveRequests, ProgressObserver};
 use super::upstream::{Upstream, UpstreamError};
-use crate::codemode::{CodeMode, RUN_CODE};
+use crate::codemode::discovery::{CATALOG_NAMESPACE, discovery_sdk, register_discovery};
+use crate::codemode::{CodeMode, RUN_CODE, sdk_for};
 use crate::pipeline::{Approver, Pipeline, PipelineBuilder};
 use crate::sandbox::{Limits, Sandbox};
 use crate::schema::ToolSpec;
@@ -51,7 +52,22 @@ pub struct CatalogParts {
     pub limits: Limits,
     /// Also list the visible tools themselves beside `run_code` (hybrid mode).
     pub expose_direct: bool,
+    pub discovery: Discovery,
 }
+
+/// Whether the `run_code` description embeds the whole SDK or only the discovery tools
+/// (`catalog.search`, `catalog.describe`; see [`crate::codemode::discovery`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Discovery {
+    /// Discovery when the whole SDK would be larger than [`AUTO_DISCOVERY_BYTES`].
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+/// The SDK size above which `Discovery::Auto` switches to discovery.
+pub const AUTO_DISCOVERY_BYTES: usize = 64 * 1024;
 
 /// One built catalog.
 pub(crate) struct Catalog {
@@ -82,8 +98,27 @@ pub(crate) fn build(
 ) -> Result<Catalog, UpstreamError> {
     let visible = visible_registry(parts)?;
     let code_mode = CodeMode::new(parts.sandbox.clone(), parts.limits.clone());
+    let full_sdk = sdk_for(&visible);
+    let discovery = match parts.discovery {
+        Discovery::On => true,
+        Discovery::Off => false,
+        Discovery::Auto => full_sdk.len() > AUTO_DISCOVERY_BYTES,
+    };
+    // What programs can call: the visible tools, plus `catalog.*` in discovery mode.
+    let mut callable = visible.clone();
+    let description = if discovery {
+        register_discovery(&mut callable, &visible).map_err(|e| UpstreamError {
+            namespace: CATALOG_NAMESPACE.into(),
+            message: format!(
+                "progressive discovery needs the namespace `{CATALOG_NAMESPACE}`: {e}"
+            ),
+        })?;
+        code_mode.description_with_sdk(&discovery_sdk(&visible))
+    } else {
+        code_mode.description_with_sdk(&full_sdk)
+    };
     let approver: Arc<dyn Approver> = Arc::new(ElicitationApprover(Arc::clone(live)));
-    let inner = (parts.factory)(visible.clone(), approver)
+    let inner = (parts.factory)(callable.clone(), approver)
         .observer(ProgressObserver(Arc::clone(live)))
         .build();
     code_mode.attach(inner.clone());
@@ -95,13 +130,13 @@ pub(crate) fn build(
     outer_registry
         .register(
             code_mode
-                .tool(&visible)
+                .tool(&callable)
                 .map_err(|e| run_code_error(e.to_string()))?,
         )
         .map_err(|e| run_code_error(e.to_string()))?;
     let outer = (parts.outer)(outer_registry).build();
 
-    let mut tools = vec![run_code_tool(&code_mode, &visible)];
+    let mut tools = vec![run_code_tool(description)];
     if parts.expose_direct {
         tools.extend(visible.tools().into_iter().map(|info| {
             // Concurrency-safe tools are the reads and searches (and upstream `readOnlyHint` tools).
@@ -127,11 +162,11 @@ pub(crate) fn build(
     })
 }
 
-fn run_code_tool(code_mode: &CodeMode, visible: &ToolRegistry) -> Tool {
+fn run_code_tool(description: String) -> Tool {
     let mut tool = Tool::default();
     tool.name = RUN_CODE.into();
     tool.title = Some("Run a TypeScript program against the tools".into());
-    tool.description = Some(code_mode.description(visible).into());
+    tool.description = Some(description.into());
     tool.input_schema = Arc::new(as_object(serde_json::json!({
         "type": "object",
         "properties": {"code": {"type": "string", "description": "TypeScript or JavaScript: the body of an async function"}},

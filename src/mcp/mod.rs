@@ -18,7 +18,9 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use tokio::sync::mpsc;
 
-pub use catalog::{CatalogParts, OuterFactory, PipelineFactory, UpstreamSource, VisibleFilter};
+pub use catalog::{
+    CatalogParts, Discovery, OuterFactory, PipelineFactory, UpstreamSource, VisibleFilter,
+};
 pub use server::CodemodeServer;
 pub use upstream::{Upstream, UpstreamError, UpstreamSpec};
 

@@ -169,6 +169,11 @@ fn a_failed_or_dead_upstream_is_reported_while_other_sources_keep_working() {
 }
 
 #[test]
+fn progressive_discovery_lets_programs_find_and_describe_tools_missing_from_the_description() {
+    scenario("discovery");
+}
+
+#[test]
 fn an_upstream_tool_list_change_refreshes_the_sdk_for_the_next_run() {
     scenario("list_changed");
 }

@@ -267,7 +267,28 @@ async def list_changed():
         check(outcome["value"] == {"result": 42}, f"the added tool is not callable: {outcome}")
 
 
+async def discovery():
+    """--discovery on: the description declares only catalog.search/describe; programs find tools,
+    read their types, and call them."""
+    flags = ["--root", WORK, "--discovery", "on", *upstream("everything", "mcp-server-everything")]
+    async with Client(server(*flags)) as client:
+        description = (await client.list_tools()).tools[0].description
+        check("get_sum(" not in description and "grep(" not in description, "the full SDK is still embedded")
+        check("search(" in description and "tools.everything.<name>" in description, "no discovery SDK")
+        _, outcome = await run_code(client, """
+const found = await tools.catalog.search({query: "sum of two numbers"});
+const path = found.tools[0].path;
+const doc = await tools.catalog.describe({path});
+const sum = await tools.everything.get_sum({a: 20, b: 22});
+return {path, typed: doc.typescript.includes("a: number"), sum};
+""")
+        value = outcome["value"]
+        check(value["path"] == "everything.get_sum" and value["typed"], f"{value}")
+        check("42" in json.dumps(value["sum"]), f"{value}")
+
+
 SCENARIOS = {
+    "discovery": discovery,
     "list_changed": list_changed,
     "list_and_run_modern": lambda: list_and_run("auto"),
     "list_and_run_legacy": lambda: list_and_run("legacy"),
