@@ -10,6 +10,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${1:-$root/target/mcp-deps}"
 mkdir -p "$dir"
+# Test processes may run this at the same time: one installs, the others wait.
+exec 9>"$dir/.install.lock"
+flock 9
 
 servers=(
   "@modelcontextprotocol/server-everything"

@@ -8,7 +8,6 @@
 //! direct calls. So the policy judges tool calls, never the act of running a program.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
@@ -188,14 +187,13 @@ fn as_object(schema: Value) -> Map<String, Value> {
 pub(crate) async fn refresh_upstream(
     parts: &mut CatalogParts,
     namespace: &str,
-    timeout: Duration,
 ) -> Result<(), UpstreamError> {
     if let Some(source) = parts
         .upstreams
         .iter_mut()
         .find(|s| s.upstream.namespace() == namespace)
     {
-        source.specs = source.upstream.list_tools(timeout).await?;
+        source.specs = source.upstream.list_tools().await?;
     }
     Ok(())
 }

@@ -33,7 +33,8 @@ pub(crate) struct PendingAsk {
 /// One request in progress.
 pub(crate) struct LiveRequest {
     pub peer: Peer<RoleServer>,
-    pub progress_token: Option<ProgressToken>,
+    /// The token of the request that currently awaits the call: an MRTR retry brings its own.
+    progress_token: Mutex<Option<ProgressToken>>,
     pub asks: AskRoute,
     progress: AtomicU64,
 }
@@ -46,11 +47,34 @@ impl LiveRequest {
     ) -> Self {
         LiveRequest {
             peer,
-            progress_token,
+            progress_token: Mutex::new(progress_token),
             asks,
             progress: AtomicU64::new(0),
         }
     }
+
+    /// Progress now goes to the request that resumed the call (or nowhere, without a token).
+    pub fn set_progress_token(&self, token: Option<ProgressToken>) {
+        *self
+            .progress_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = token;
+    }
+
+    fn progress_token(&self) -> Option<ProgressToken> {
+        self.progress_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// What the progress task is asked to do, in order.
+enum ProgressItem {
+    Report(Arc<LiveRequest>, String),
+    /// Answered once every report queued before it was sent: a result must not overtake the
+    /// progress of its own nested calls.
+    Flush(oneshot::Sender<()>),
 }
 
 tokio::task_local! {
@@ -61,17 +85,24 @@ tokio::task_local! {
 /// Requests in progress by run id, and the queue their progress notifications go through.
 pub(crate) struct LiveRequests {
     by_run: Mutex<HashMap<Arc<str>, Arc<LiveRequest>>>,
-    progress: mpsc::UnboundedSender<(Arc<LiveRequest>, String)>,
+    progress: mpsc::UnboundedSender<ProgressItem>,
 }
 
 impl LiveRequests {
     /// The registry, and the task that sends progress notifications in order (events are emitted
     /// synchronously on sandbox worker threads, which must not wait on the client's pipe).
     pub fn start() -> Arc<LiveRequests> {
-        let (tx, mut rx) = mpsc::unbounded_channel::<(Arc<LiveRequest>, String)>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<ProgressItem>();
         tokio::spawn(async move {
-            while let Some((request, message)) = rx.recv().await {
-                let Some(token) = request.progress_token.clone() else {
+            while let Some(item) = rx.recv().await {
+                let (request, message) = match item {
+                    ProgressItem::Report(request, message) => (request, message),
+                    ProgressItem::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
+                let Some(token) = request.progress_token() else {
                     continue;
                 };
                 let progress = request.progress.fetch_add(1, Ordering::Relaxed) + 1;
@@ -109,9 +140,17 @@ impl LiveRequests {
 
     fn report(&self, caller: &Caller, message: String) {
         if let Some(request) = self.for_caller(caller)
-            && request.progress_token.is_some()
+            && request.progress_token().is_some()
         {
-            let _ = self.progress.send((request, message));
+            let _ = self.progress.send(ProgressItem::Report(request, message));
+        }
+    }
+
+    /// Wait until the progress queued so far has been sent.
+    pub async fn flush_progress(&self) {
+        let (done, sent) = oneshot::channel();
+        if self.progress.send(ProgressItem::Flush(done)).is_ok() {
+            let _ = sent.await;
         }
     }
 }

@@ -42,7 +42,7 @@ pub async fn start_upstreams(specs: &[UpstreamSpec], timeout: Duration) -> Start
                 let _ = tx.send(namespace.to_string());
             });
             let upstream = Upstream::connect(spec, timeout, Some(notify)).await?;
-            let specs = upstream.list_tools(timeout).await?;
+            let specs = upstream.list_tools().await?;
             Ok::<_, UpstreamError>(UpstreamSource { upstream, specs })
         }
     });
@@ -68,18 +68,28 @@ pub async fn serve_stdio(
     mut list_changed: mpsc::UnboundedReceiver<String>,
 ) -> Result<(), String> {
     let refresher = server.clone();
-    tokio::spawn(async move {
-        while let Some(namespace) = list_changed.recv().await {
-            refresher.refresh(&namespace).await;
+    let refreshing = tokio::spawn(async move {
+        while let Some(first) = list_changed.recv().await {
+            // A burst of notices needs one refresh per upstream.
+            let mut namespaces = std::collections::BTreeSet::from([first]);
+            while let Ok(more) = list_changed.try_recv() {
+                namespaces.insert(more);
+            }
+            for namespace in namespaces {
+                refresher.refresh(&namespace).await;
+            }
         }
     });
-    let service = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("the MCP session did not start: {e}"))?;
-    service
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("the MCP session ended with an error: {e}"))
+    let refreshing = refreshing.abort_handle();
+    let served = match server.clone().serve(rmcp::transport::stdio()).await {
+        Ok(service) => service
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the MCP session ended with an error: {e}")),
+        Err(e) => Err(format!("the MCP session did not start: {e}")),
+    };
+    refreshing.abort();
+    server.shutdown().await;
+    served
 }

@@ -28,13 +28,13 @@ use tokio_util::sync::CancellationToken;
 use super::approve::{approval_form, approves};
 use super::catalog::{self, Catalog, CatalogParts};
 use super::live::{AskRoute, CURRENT_REQUEST, LiveRequest, LiveRequests, PendingAsk};
-use super::upstream::DEFAULT_STARTUP_TIMEOUT;
 use crate::codemode::{CodeMode, RUN_CODE, with_run_id};
-use crate::pipeline::{CallOutcome, CallRequest};
+use crate::pipeline::{CallOutcome, CallRequest, DEFAULT_APPROVAL_TIMEOUT};
 use crate::sandbox::new_run_id;
 
-/// How long a run suspended on an approval waits for the client's retry before it is cancelled.
-const SUSPENDED_TTL: Duration = Duration::from_secs(600);
+/// How long a call suspended on an approval waits for the client's retry before it is stopped:
+/// the approver's own timeout, after which the answer could no longer count anyway.
+const SUSPENDED_TTL: Duration = DEFAULT_APPROVAL_TIMEOUT;
 /// The key of the approval in `inputRequests` / `inputResponses`.
 const APPROVAL_KEY: &str = "approval";
 
@@ -45,6 +45,9 @@ comes back, so filter and join data inside the program.";
 /// A call in progress, possibly suspended between two requests of one MRTR exchange.
 struct InFlight {
     task: JoinHandle<CallOutcome>,
+    /// The catalog the call started with (its tools decide the shape of the result).
+    catalog: Arc<Catalog>,
+    request: Arc<LiveRequest>,
     asks: mpsc::UnboundedReceiver<PendingAsk>,
     stop: Stop,
     /// Whether dropping this stops the call: yes while a request awaits it (the SDK drops the
@@ -58,10 +61,12 @@ struct InFlight {
 #[derive(Clone)]
 enum Stop {
     /// A run: stopped by id, so it still returns its outcome (status `cancelled`), which is
-    /// what the durable log records.
+    /// what the durable log records. Before the run has started (queued behind the scheduler),
+    /// the call itself is cancelled instead.
     Run {
         code_mode: CodeMode,
         run_id: Arc<str>,
+        call: CancellationToken,
     },
     /// A direct call: cancelled through the pipeline (`CANCELLED`).
     Call(CancellationToken),
@@ -70,8 +75,14 @@ enum Stop {
 impl Stop {
     fn stop(&self) {
         match self {
-            Stop::Run { code_mode, run_id } => {
-                code_mode.stop_run(run_id);
+            Stop::Run {
+                code_mode,
+                run_id,
+                call,
+            } => {
+                if !code_mode.stop_run(run_id) {
+                    call.cancel();
+                }
             }
             Stop::Call(token) => token.cancel(),
         }
@@ -145,11 +156,10 @@ impl CodemodeServer {
     /// and tell the client (the `run_code` description embeds the SDK).
     pub async fn refresh(&self, namespace: &str) {
         let mut parts = self.shared.parts.lock().await;
-        let rebuilt =
-            match catalog::refresh_upstream(&mut parts, namespace, DEFAULT_STARTUP_TIMEOUT).await {
-                Ok(()) => catalog::build(&parts, &self.shared.live),
-                Err(e) => Err(e),
-            };
+        let rebuilt = match catalog::refresh_upstream(&mut parts, namespace).await {
+            Ok(()) => catalog::build(&parts, &self.shared.live),
+            Err(e) => Err(e),
+        };
         match rebuilt {
             Ok(catalog) => {
                 *self
@@ -201,16 +211,21 @@ impl CodemodeServer {
             .track(Arc::clone(&run_id), Arc::clone(&live));
         let cancel = CancellationToken::new();
         let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
-        let (pipeline, stop) = if name == RUN_CODE {
+        let (call, pipeline, stop) = if name == RUN_CODE {
             let stop = Stop::Run {
                 code_mode: catalog.code_mode.clone(),
                 run_id: Arc::clone(&run_id),
+                call: cancel,
             };
-            (catalog.outer.clone(), stop)
+            // Each request's run is exclusive in its own scope: concurrent requests run side
+            // by side (their nested calls have scopes of their own anyway).
+            let call = call.scope(catalog.outer.root_scope().child());
+            (call, catalog.outer.clone(), stop)
         } else {
-            (catalog.inner.clone(), Stop::Call(cancel))
+            (call, catalog.inner.clone(), Stop::Call(cancel))
         };
-        let run = CURRENT_REQUEST.scope(live, with_run_id(run_id, pipeline.call(call)));
+        let run =
+            CURRENT_REQUEST.scope(Arc::clone(&live), with_run_id(run_id, pipeline.call(call)));
         // Spawned, so a run suspended on an approval outlives the request that started it.
         let task = tokio::spawn(async move {
             let outcome = run.await;
@@ -219,12 +234,14 @@ impl CodemodeServer {
         });
         let in_flight = InFlight {
             task,
+            catalog,
+            request: live,
             asks: ask_rx,
             stop,
             armed: true,
             waiting: None,
         };
-        self.drive(in_flight, &context.ct, &catalog).await
+        self.drive(in_flight, &context.ct).await
     }
 
     /// Await the call until it ends, the client cancels, or an approval must be asked by MRTR.
@@ -232,29 +249,45 @@ impl CodemodeServer {
         &self,
         mut call: InFlight,
         request_cancelled: &CancellationToken,
-        catalog: &Catalog,
     ) -> Result<CallToolResponse, McpError> {
-        tokio::select! {
-            outcome = &mut call.task => Ok(to_result(outcome, catalog).into()),
-            Some(ask) = call.asks.recv() => {
-                let params: ElicitRequestParams = serde_json::from_value(approval_form(&ask.message))
-                    .map_err(|e| McpError::internal_error(format!("bad elicitation form: {e}"), None))?;
-                let mut requests = InputRequests::new();
-                requests.insert(APPROVAL_KEY.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)));
-                let state = format!("codemode-{}", uuid::Uuid::new_v4());
-                call.waiting = Some(ask.reply);
-                // The run waits for the client's retry; only the TTL (or the retry's own
-                // cancellation) stops it now.
-                call.armed = false;
-                self.suspend(state.clone(), call);
-                Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
-            }
-            () = request_cancelled.cancelled() => {
-                call.stop.stop();
-                let outcome = (&mut call.task).await;
-                Ok(to_result(outcome, catalog).into())
+        loop {
+            tokio::select! {
+                biased;
+                outcome = &mut call.task => return Ok(self.finish(outcome, &call.catalog).await),
+                () = request_cancelled.cancelled() => {
+                    call.stop.stop();
+                    let outcome = (&mut call.task).await;
+                    return Ok(self.finish(outcome, &call.catalog).await);
+                }
+                Some(ask) = call.asks.recv() => {
+                    // An approver that timed out or was cancelled no longer waits for this.
+                    if ask.reply.is_closed() {
+                        continue;
+                    }
+                    let params: ElicitRequestParams = serde_json::from_value(approval_form(&ask.message))
+                        .map_err(|e| McpError::internal_error(format!("bad elicitation form: {e}"), None))?;
+                    let mut requests = InputRequests::new();
+                    requests.insert(APPROVAL_KEY.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)));
+                    let state = format!("codemode-{}", uuid::Uuid::new_v4());
+                    call.waiting = Some(ask.reply);
+                    // The call waits for the client's retry; only the TTL (or the retry's own
+                    // cancellation) stops it now.
+                    call.armed = false;
+                    self.suspend(state.clone(), call);
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                }
             }
         }
+    }
+
+    /// The result of a finished call, after the progress of its nested calls went out.
+    async fn finish(
+        &self,
+        outcome: Result<CallOutcome, tokio::task::JoinError>,
+        catalog: &Catalog,
+    ) -> CallToolResponse {
+        self.shared.live.flush_progress().await;
+        to_result(outcome, catalog).into()
     }
 
     fn suspend(&self, state: String, call: InFlight) {
@@ -296,15 +329,32 @@ impl CodemodeServer {
             ));
         };
         call.armed = true;
+        call.request
+            .set_progress_token(context.meta.get_progress_token());
         let approved = responses
             .as_ref()
             .and_then(|r| r.get(APPROVAL_KEY))
             .is_some_and(approves);
-        if let Some(reply) = call.waiting.take() {
-            let _ = reply.send(approved);
+        let delivered = call
+            .waiting
+            .take()
+            .is_some_and(|reply| reply.send(approved).is_ok());
+        if !delivered {
+            // The approver gave up (its timeout); the call went on without this answer.
+            return Err(McpError::invalid_params(
+                "the approval request expired before this answer arrived; the call was refused",
+                None,
+            ));
         }
-        let catalog = self.catalog();
-        self.drive(call, &context.ct, &catalog).await
+        self.drive(call, &context.ct).await
+    }
+
+    /// Stop the upstream servers (their process groups are killed).
+    pub async fn shutdown(&self) {
+        let mut parts = self.shared.parts.lock().await;
+        for source in parts.upstreams.drain(..) {
+            source.upstream.kill();
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 use super::content::canonical_value;
 use crate::pipeline::ToolFailure;
@@ -29,6 +29,10 @@ use crate::tool::{ToolDefinition, ToolRegistry};
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 20;
+/// Bytes of one stderr line kept (the rest of a longer line is dropped).
+const STDERR_LINE_BYTES: usize = 2000;
+/// How long a failed handshake waits for the child's last stderr words.
+const STDERR_GRACE: Duration = Duration::from_secs(2);
 /// Variables every upstream inherits (when codemode has them).
 const BASE_ENV: [&str; 2] = ["PATH", "HOME"];
 
@@ -173,11 +177,48 @@ impl ClientHandler for UpstreamClient {
     }
 }
 
-/// A running upstream server. Dropping it ends the connection and kills the process group.
+/// A running upstream server. Dropping it (or [`Upstream::kill`]) kills its process group.
 pub struct Upstream {
     namespace: String,
     service: Arc<RunningService<RoleClient, UpstreamClient>>,
     stderr: StderrTail,
+    /// The child leads its own process group, whose id is its pid.
+    process_group: Option<u32>,
+    timeout: Duration,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Drain a child's stderr into `tail`, line by line (lossy UTF-8, long lines cut), until EOF.
+async fn drain_stderr(stderr: tokio::process::ChildStderr, tail: StderrTail) {
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(STDERR_LINE_BYTES as u64)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let complete = line.last() == Some(&b'\n');
+                let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                tail.push(text);
+                if !complete {
+                    // Skip the rest of an over-long line.
+                    let mut rest = Vec::new();
+                    if reader.read_until(b'\n', &mut rest).await.unwrap_or(0) == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Upstream {
@@ -202,16 +243,9 @@ impl Upstream {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| fail(format!("cannot start `{shown}`: {e}")))?;
+        let process_group = transport.id();
         let tail = StderrTail::default();
-        if let Some(stderr) = stderr {
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tail.push(line);
-                }
-            });
-        }
+        let mut drained = stderr.map(|stderr| tokio::spawn(drain_stderr(stderr, tail.clone())));
         let client = UpstreamClient {
             namespace: spec.namespace.clone(),
             on_list_changed,
@@ -219,8 +253,10 @@ impl Upstream {
         let service = match tokio::time::timeout(timeout, client.serve(transport)).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
-                // Give the stderr reader a moment to collect the reason the process died.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Let the stderr reader collect the reason the process died.
+                if let Some(drained) = drained.take() {
+                    let _ = tokio::time::timeout(STDERR_GRACE, drained).await;
+                }
                 return Err(fail(format!(
                     "`{shown}` did not complete the MCP handshake: {e}{}",
                     tail.suffix()
@@ -238,7 +274,20 @@ impl Upstream {
             namespace: spec.namespace.clone(),
             service: Arc::new(service),
             stderr: tail,
+            process_group,
+            timeout,
         })
+    }
+
+    /// Kill the server's whole process group (it may have started helpers of its own).
+    pub fn kill(&self) {
+        if let Some(group) = self.process_group.and_then(|pid| i32::try_from(pid).ok()) {
+            // SAFETY: killpg only sends a signal; the group is the child's own (it was made
+            // the leader of a new group at spawn), never codemode's.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
     }
 
     pub fn namespace(&self) -> &str {
@@ -246,7 +295,8 @@ impl Upstream {
     }
 
     /// The server's tools (all pages of `tools/list`), as imported specs.
-    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<ToolSpec>, UpstreamError> {
+    pub async fn list_tools(&self) -> Result<Vec<ToolSpec>, UpstreamError> {
+        let timeout = self.timeout;
         let fail = |message: String| UpstreamError {
             namespace: self.namespace.clone(),
             message,
