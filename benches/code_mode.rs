@@ -3,6 +3,8 @@
 //! - `raw_async_op_floor_x1000`: 1000 sequential `await op(string)` of a raw async deno_core op
 //!   that takes a string and returns one, on one warm `JsRuntime` (no glue, no limits); each
 //!   iteration is one `execute_script` + event loop, the shape of a run.
+//! - `raw_async_op_json_glue_x1000`: the floor plus the least glue of a JSON-over-string binding
+//!   (`JSON.stringify` the arguments, `JSON.parse` the result in a `then`).
 //! - `binding_roundtrip_x1000`: one program making 1000 sequential `await tools.noop({})`; every
 //!   call crosses the op and runs the full pipeline (validation, scheduler, wrappers, events).
 //!   Includes the run itself (transpile, glue, outcome): see `run_overhead`.
@@ -102,6 +104,31 @@ fn benches(c: &mut Criterion) {
                 .execute_script(
                     "floor",
                     "(async () => { const op = Deno.core.ops.op_bench_echo; let r; for (let i = 0; i < 1000; i++) r = await op('{}'); return r; })()",
+                )
+                .unwrap();
+            local
+                .block_on(runtime.run_event_loop(PollEventLoopOptions::default()))
+                .unwrap();
+        })
+    });
+
+    // The same op with the least glue a binding can have: arguments through `JSON.stringify`,
+    // the result through `JSON.parse` in a `then`. Not a floor to beat: it shows how much of
+    // the ratio any JSON-over-string binding spends before doing any work of its own.
+    group.bench_function("raw_async_op_json_glue_x1000", |b| {
+        let local = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut runtime = JsRuntime::new(RuntimeOptions {
+            extensions: vec![bench_floor::init()],
+            ..Default::default()
+        });
+        b.iter(|| {
+            runtime
+                .execute_script(
+                    "glue",
+                    "(async () => { const op = Deno.core.ops.op_bench_echo; const then = Promise.prototype.then; let r; for (let i = 0; i < 1000; i++) r = await then.call(op(JSON.stringify({})), JSON.parse); return r; })()",
                 )
                 .unwrap();
             local
