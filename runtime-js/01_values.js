@@ -8,8 +8,6 @@
   const {
     ArrayIsArray,
     ArrayPrototypeJoin,
-    ArrayPrototypePop,
-    ArrayPrototypePush,
     BigIntPrototypeToString,
     BigIntPrototypeValueOf,
     BooleanPrototypeValueOf,
@@ -56,153 +54,194 @@
       ? path + "." + key
       : path + "[" + JSONStringify(key) + "]";
 
+  // Path of the value reached through `keys[0..depth)` (`$`, `$.a[2]`). Built only for an
+  // error message: making a path for every member costs more than the rest of the walk.
+  const pathOf = (keys, depth) => {
+    let path = "$";
+    for (let i = 0; i < depth; i++) path = childPath(path, keys[i]);
+    return path;
+  };
+
   // Serialize `value` to JSON text; returns `undefined` when the top-level value
   // maps to nothing (undefined, a function, a symbol). `maxBytes` caps the text.
+  //
+  // The walk's state lives in the variables below, not in closures or records
+  // made per call (in this engine, that allocation cost more than the walk for
+  // small values). `stack[d]` is the object being written at depth `d` and
+  // `keys[d]` the key of its member being written; both are null-prototype
+  // records, so nothing inherited that user code could patch is involved.
+  // Re-entrant: a getter or toJSON may call a tool, which serializes again; the
+  // inner call saves the outer state and restores it when it ends.
+  let parts = null;
+  let size = 0;
+  let limit = 0;
+  let stack = null;
+  let keys = null;
+  let idle = null; // the records of the outermost call, kept between calls
+
   function serialize(value, maxBytes) {
-    const parts = [];
-    let size = 0;
-    const stack = [];
-    const stackPaths = [];
-    const emit = (text, path) => {
-      size += text.length;
-      if (size > maxBytes) {
-        throw ValueError(
-          "value is larger than the limit of " + maxBytes + " bytes",
-          path,
-          true,
-        );
-      }
-      ArrayPrototypePush(parts, text);
-    };
-
-    const read = (holder, key, path) => {
-      try {
-        return holder[key];
-      } catch (e) {
-        throw ValueError("reading the property threw: " + safeMessage(e), path);
-      }
-    };
-
-    function write(holder, key, value, path) {
-      // toJSON is honoured (Date -> ISO string), like JSON.stringify.
-      if (value !== null && (typeof value === "object" || typeof value === "bigint")) {
-        let toJSON;
-        try {
-          toJSON = value.toJSON;
-        } catch (e) {
-          throw ValueError("reading toJSON threw: " + safeMessage(e), path);
-        }
-        if (typeof toJSON === "function") {
-          try {
-            value = ReflectApply(toJSON, value, [typeof key === "number" ? String(key) : key]);
-          } catch (e) {
-            throw ValueError("toJSON threw: " + safeMessage(e), path);
-          }
-        }
-      }
-      switch (typeof value) {
-        case "string":
-          emit(JSONStringify(value), path);
-          return true;
-        case "number":
-          emit(NumberIsFinite(value) ? NumberPrototypeToString(value) : "null", path);
-          return true;
-        case "boolean":
-          emit(value ? "true" : "false", path);
-          return true;
-        case "bigint":
-          emit('"' + BigIntPrototypeToString(value) + '"', path);
-          return true;
-        case "undefined":
-        case "function":
-        case "symbol":
-          return false;
-      }
-      if (value === null) {
-        emit("null", path);
-        return true;
-      }
-      // Boxed primitives unwrap, as JSON.stringify does.
-      let tag;
-      try {
-        tag = ObjectPrototypeToString(value);
-      } catch (e) {
-        throw ValueError("inspecting the value threw: " + safeMessage(e), path);
-      }
-      try {
-        if (tag === "[object Number]") return write(holder, key, NumberPrototypeValueOf(value), path);
-        if (tag === "[object String]") return write(holder, key, StringPrototypeValueOf(value), path);
-        if (tag === "[object Boolean]") return write(holder, key, BooleanPrototypeValueOf(value), path);
-        if (tag === "[object BigInt]") return write(holder, key, BigIntPrototypeValueOf(value), path);
-      } catch (e) {
-        if (isValueError(e)) throw e;
-        // A forged toStringTag: treat it as a plain object below.
-      }
-      for (let i = 0; i < stack.length; i++) {
-        if (stack[i] === value) {
-          throw ValueError(
-            "cyclic value: " + path + " refers back to " + stackPaths[i],
-            path,
-          );
-        }
-      }
-      ArrayPrototypePush(stack, value);
-      ArrayPrototypePush(stackPaths, path);
-      let isArray;
-      try {
-        isArray = ArrayIsArray(value);
-      } catch (e) {
-        throw ValueError("inspecting the value threw: " + safeMessage(e), path);
-      }
-      if (isArray) {
-        const length = read(value, "length", path);
-        emit("[", path);
-        for (let i = 0; i < length; i++) {
-          if (i > 0) emit(",", path);
-          const p = childPath(path, i);
-          if (!write(value, i, read(value, i, p), p)) emit("null", p);
-        }
-        emit("]", path);
-      } else {
-        let keys;
-        try {
-          keys = ObjectKeys(value);
-        } catch (e) {
-          throw ValueError("listing the keys threw: " + safeMessage(e), path);
-        }
-        emit("{", path);
-        let first = true;
-        for (let i = 0; i < keys.length; i++) {
-          const k = keys[i];
-          const p = childPath(path, k);
-          const v = read(value, k, p);
-          const mark = parts.length;
-          const sizeMark = size;
-          if (!first) emit(",", p);
-          emit(JSONStringify(k) + ":", p);
-          if (write(value, k, v, p)) {
-            first = false;
-          } else {
-            // Dropped member (undefined, function, symbol): undo the key.
-            while (parts.length > mark) ArrayPrototypePop(parts);
-            size = sizeMark;
-          }
-        }
-        emit("}", path);
-      }
-      ArrayPrototypePop(stack);
-      ArrayPrototypePop(stackPaths);
-      return true;
-    }
-
+    const outerParts = parts, outerSize = size, outerLimit = limit, outerStack = stack, outerKeys = keys;
+    const own = idle !== null ? idle : { parts: [], stack: { __proto__: null }, keys: { __proto__: null } };
+    idle = null;
+    parts = own.parts;
+    size = 0;
+    limit = maxBytes;
+    stack = own.stack;
+    keys = own.keys;
+    let done = false;
     try {
-      if (!write({ __proto__: null, "": value }, "", value, "$")) return undefined;
+      const text = write({ __proto__: null, "": value }, "", value, 0) ? ArrayPrototypeJoin(parts, "") : undefined;
+      done = true;
+      return text;
     } catch (e) {
       if (isValueError(e)) throw e;
       // Deep nesting overflows the stack: a RangeError from the engine.
       throw ValueError("value could not be serialized: " + safeMessage(e), "$");
+    } finally {
+      // Drop references to the program's values before the records are reused (a
+      // finished walk has cleared its stack entries on the way up).
+      parts.length = 0;
+      if (!done) {
+        for (const d in stack) stack[d] = undefined;
+        for (const d in keys) keys[d] = undefined;
+      }
+      idle = own;
+      parts = outerParts;
+      size = outerSize;
+      limit = outerLimit;
+      stack = outerStack;
+      keys = outerKeys;
     }
-    return ArrayPrototypeJoin(parts, "");
+  }
+
+  // Appends `text`; `depth` locates the value being written (for the error).
+  function emit(text, depth) {
+    size += text.length;
+    if (size > limit) {
+      throw ValueError("value is larger than the limit of " + limit + " bytes", pathOf(keys, depth), true);
+    }
+    parts[parts.length] = text;
+  }
+
+  function read(holder, key, depth) {
+    try {
+      return holder[key];
+    } catch (e) {
+      throw ValueError("reading the property threw: " + safeMessage(e), pathOf(keys, depth));
+    }
+  }
+
+  // Writes the value at `depth` (its key is `keys[depth - 1]`); false when it maps to nothing.
+  function write(holder, key, value, depth) {
+    // toJSON is honoured (Date -> ISO string), like JSON.stringify.
+    if (value !== null && (typeof value === "object" || typeof value === "bigint")) {
+      let toJSON;
+      try {
+        toJSON = value.toJSON;
+      } catch (e) {
+        throw ValueError("reading toJSON threw: " + safeMessage(e), pathOf(keys, depth));
+      }
+      if (typeof toJSON === "function") {
+        try {
+          value = ReflectApply(toJSON, value, [typeof key === "number" ? String(key) : key]);
+        } catch (e) {
+          throw ValueError("toJSON threw: " + safeMessage(e), pathOf(keys, depth));
+        }
+      }
+    }
+    switch (typeof value) {
+      case "string":
+        emit(JSONStringify(value), depth);
+        return true;
+      case "number":
+        emit(NumberIsFinite(value) ? NumberPrototypeToString(value) : "null", depth);
+        return true;
+      case "boolean":
+        emit(value ? "true" : "false", depth);
+        return true;
+      case "bigint":
+        emit('"' + BigIntPrototypeToString(value) + '"', depth);
+        return true;
+      case "undefined":
+      case "function":
+      case "symbol":
+        return false;
+    }
+    if (value === null) {
+      emit("null", depth);
+      return true;
+    }
+    // Boxed primitives unwrap, as JSON.stringify does.
+    let tag;
+    try {
+      tag = ObjectPrototypeToString(value);
+    } catch (e) {
+      throw ValueError("inspecting the value threw: " + safeMessage(e), pathOf(keys, depth));
+    }
+    if (tag !== "[object Object]" && tag !== "[object Array]") {
+      try {
+        if (tag === "[object Number]") return write(holder, key, NumberPrototypeValueOf(value), depth);
+        if (tag === "[object String]") return write(holder, key, StringPrototypeValueOf(value), depth);
+        if (tag === "[object Boolean]") return write(holder, key, BooleanPrototypeValueOf(value), depth);
+        if (tag === "[object BigInt]") return write(holder, key, BigIntPrototypeValueOf(value), depth);
+      } catch (e) {
+        if (isValueError(e)) throw e;
+        // A forged toStringTag: treat it as a plain object below.
+      }
+    }
+    for (let i = 0; i < depth; i++) {
+      if (stack[i] === value) {
+        const path = pathOf(keys, depth);
+        throw ValueError("cyclic value: " + path + " refers back to " + pathOf(keys, i), path);
+      }
+    }
+    stack[depth] = value;
+    let isArray;
+    try {
+      isArray = ArrayIsArray(value);
+    } catch (e) {
+      throw ValueError("inspecting the value threw: " + safeMessage(e), pathOf(keys, depth));
+    }
+    const child = depth + 1;
+    if (isArray) {
+      const length = read(value, "length", depth);
+      emit("[", depth);
+      for (let i = 0; i < length; i++) {
+        keys[depth] = i;
+        if (i > 0) emit(",", depth);
+        if (!write(value, i, read(value, i, child), child)) emit("null", child);
+      }
+      emit("]", depth);
+    } else {
+      let names;
+      try {
+        names = ObjectKeys(value);
+      } catch (e) {
+        throw ValueError("listing the keys threw: " + safeMessage(e), pathOf(keys, depth));
+      }
+      emit("{", depth);
+      let first = true;
+      for (let i = 0; i < names.length; i++) {
+        const k = names[i];
+        keys[depth] = k;
+        const v = read(value, k, child);
+        const mark = parts.length;
+        const sizeMark = size;
+        if (!first) emit(",", child);
+        emit(JSONStringify(k) + ":", child);
+        if (write(value, k, v, child)) {
+          first = false;
+        } else {
+          // Dropped member (undefined, function, symbol): undo the key.
+          parts.length = mark;
+          size = sizeMark;
+        }
+      }
+      emit("}", depth);
+    }
+    stack[depth] = undefined;
+    keys[depth] = undefined;
+    return true;
   }
 
   // A message from any thrown value, without running user code that can throw again.

@@ -14,6 +14,7 @@
     ObjectFreeze,
     PromisePrototypeThen,
     Proxy,
+    StringPrototypeCharCodeAt,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     WeakMap,
@@ -41,9 +42,10 @@
     return WeakMapPrototypeGet(toolErrors, thrown);
   };
 
+  // The op resolves with the value's JSON text, or with `!` and a failure record.
   function settle(resultJson) {
-    const result = JSONParse(resultJson);
-    if (result.ok === true) return result.value;
+    if (StringPrototypeCharCodeAt(resultJson, 0) !== 33) return JSONParse(resultJson);
+    const result = JSONParse(StringPrototypeSlice(resultJson, 1));
     const error = new ToolError(result.message, result.code, result.tool, result.details);
     let stack = "";
     try {

@@ -54,20 +54,22 @@ impl ToolHost for PipelineHost {
         let call = self.pipeline.call(call);
         async move {
             let outcome = call.await;
-            match outcome.result() {
-                Ok(value) => ToolResponse::Ok {
-                    value: value.clone(),
-                    contexts: outcome
-                        .contexts
-                        .iter()
-                        .map(|c| (c.kind.clone(), c.text.clone()))
-                        .collect(),
-                },
-                Err(error) => ToolResponse::Err(ToolFailure::new(
+            match (outcome.value, outcome.error) {
+                (_, Some(error)) => ToolResponse::Err(ToolFailure::new(
                     error.code().as_str(),
                     error.message.clone(),
                     error.details(),
                 )),
+                (Some(value), None) => ToolResponse::Ok {
+                    // The outcome is the last owner unless an observer kept the value.
+                    value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
+                    contexts: outcome
+                        .contexts
+                        .into_iter()
+                        .map(|c| (c.kind, c.text))
+                        .collect(),
+                },
+                (None, None) => unreachable!("an outcome has a value or an error"),
             }
         }
         .boxed()

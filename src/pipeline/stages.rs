@@ -129,19 +129,22 @@ fn issue(
         (Ok(_), Some(t)) => t.tool.present_call(&base.args),
         _ => None,
     };
-    let event = Event::Call(CallEvent {
-        call_id: base.call_id.clone(),
-        tool: std::mem::take(&mut base.path),
-        caller: base.caller.clone(),
-        args: base.args.clone(),
-        card: base.call_card.clone(),
-        at: base.started_at.clone(),
-    });
-    inner.sinks.live(&event);
-    let Event::Call(event) = event else {
-        unreachable!()
-    };
-    base.path = event.tool;
+    // Nobody to tell: skip building the event (its clones are most of a nested call's cost).
+    if !inner.sinks.live.is_empty() {
+        let event = Event::Call(CallEvent {
+            call_id: base.call_id.clone(),
+            tool: std::mem::take(&mut base.path),
+            caller: base.caller.clone(),
+            args: base.args.clone(),
+            card: base.call_card.clone(),
+            at: base.started_at.clone(),
+        });
+        inner.sinks.live(&event);
+        let Event::Call(event) = event else {
+            unreachable!()
+        };
+        base.path = event.tool;
+    }
     let ready = checked.map(|parallel| {
         let scope = req.scope.as_ref().unwrap_or(&inner.root);
         Ready {

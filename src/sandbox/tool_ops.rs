@@ -63,9 +63,11 @@ impl ToolRun {
     }
 }
 
+/// What the op resolves with. A success is the value's JSON text as it is (the glue parses it
+/// with no wrapper to unpack); a failure is `!` and a JSON record. No JSON text starts with `!`.
 fn failure_json(path: &str, failure: &ToolFailure) -> String {
-    json!({"ok": false, "code": failure.code, "message": failure.message, "tool": path, "details": failure.details})
-        .to_string()
+    let record = json!({"code": failure.code, "message": failure.message, "tool": path, "details": failure.details});
+    format!("!{record}")
 }
 
 /// What to do with a call, decided synchronously when it is issued.
@@ -116,7 +118,12 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
         return Admission::Reject(failure_json(&path, &failure));
     }
     tools.issued += 1;
-    *tools.calls_by_tool.entry(path.clone()).or_default() += 1;
+    match tools.calls_by_tool.get_mut(&path) {
+        Some(count) => *count += 1,
+        None => {
+            tools.calls_by_tool.insert(path.clone(), 1);
+        }
+    }
     let reject = |failure: ToolFailure| Admission::Reject(failure_json(&path, &failure));
     let unconvertible = (!args_error.is_empty()).then(|| args_error.to_string());
     if args.len() > tools.arg_bytes {
@@ -229,7 +236,7 @@ pub(crate) async fn op_codemode_tool_call(
                     text,
                 });
             }
-            format!("{{\"ok\":true,\"value\":{text}}}")
+            text
         }
         ToolResponse::Err(failure) => failure_json(&path, &failure),
     }
