@@ -10,6 +10,7 @@ use super::run::{open_logs, run_limits};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
 use super::{EXIT_FAILED, EXIT_USAGE};
+use crate::codemode::discovery::CATALOG_NAMESPACE;
 use crate::mcp::{
     CatalogParts, CodemodeServer, Discovery, OuterFactory, PipelineFactory, serve_stdio,
 };
@@ -52,6 +53,18 @@ pub fn mcp(args: McpArgs) -> i32 {
     let Some(runtime) = runtime("mcp") else {
         return EXIT_FAILED;
     };
+    if args.discovery != Discovery::Off
+        && let Some(flag) = args
+            .sources
+            .upstreams
+            .iter()
+            .find(|flag| flag.split('=').next().map(str::trim) == Some(CATALOG_NAMESPACE))
+    {
+        eprintln!(
+            "codemode mcp: --upstream {flag}: the namespace `{CATALOG_NAMESPACE}` holds the discovery tools (catalog.search, catalog.describe); pick another namespace, or pass --discovery off"
+        );
+        return EXIT_USAGE;
+    }
     let Some(mut sources) = load_sources("mcp", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };

@@ -13,6 +13,7 @@ use clap::Args;
 
 use super::tools_file::load_mock_registry;
 use crate::PipelineBuilder;
+use crate::codemode::RUN_CODE;
 use crate::mcp::{UpstreamSource, UpstreamSpec, start_upstreams};
 use crate::pipeline::Approver;
 use crate::policy::Policy;
@@ -111,6 +112,12 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
         }
         None => None,
     };
+    if let Some(tool) = registry.get(RUN_CODE) {
+        return Err(format!(
+            "the tool `{}` maps to `run_code`, the name of the Code Mode tool itself; rename it in its source",
+            tool.tool.name()
+        ));
+    }
     let mut upstream_specs = Vec::new();
     for flag in &args.upstreams {
         let spec = UpstreamSpec::parse(flag)?;

@@ -44,6 +44,8 @@ comes back, so filter and join data inside the program.";
 
 /// A call in progress, possibly suspended between two requests of one MRTR exchange.
 struct InFlight {
+    /// The tool called (an MRTR retry must name the same one).
+    name: String,
     task: JoinHandle<CallOutcome>,
     /// The catalog the call started with (its tools decide the shape of the result).
     catalog: Arc<Catalog>,
@@ -233,6 +235,7 @@ impl CodemodeServer {
             outcome
         });
         let in_flight = InFlight {
+            name,
             task,
             catalog,
             request: live,
@@ -318,15 +321,32 @@ impl CodemodeServer {
     /// The client's retry of an `InputRequiredResult`: hand the answer to the waiting approver.
     async fn resume(
         &self,
+        name: &str,
         state: &str,
         responses: Option<InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(mut call) = self.lock_suspended().remove(state) else {
-            return Err(McpError::invalid_params(
-                "unknown or expired requestState: the run it belonged to has ended; call the tool again",
-                None,
-            ));
+        let mut call = {
+            let mut suspended = self.lock_suspended();
+            match suspended.get(state) {
+                None => {
+                    return Err(McpError::invalid_params(
+                        "unknown or expired requestState: the run it belonged to has ended; call the tool again",
+                        None,
+                    ));
+                }
+                // A retry must repeat the request it continues; the call stays suspended for it.
+                Some(call) if call.name != name => {
+                    return Err(McpError::invalid_params(
+                        format!(
+                            "this requestState continues a call of `{}`, not of `{name}`; retry that call",
+                            call.name
+                        ),
+                        None,
+                    ));
+                }
+                Some(_) => suspended.remove(state).expect("present under the lock"),
+            }
         };
         call.armed = true;
         call.request
@@ -461,7 +481,10 @@ impl ServerHandler for CodemodeServer {
     ) -> Result<CallToolResponse, McpError> {
         *self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer.clone());
         match request.request_state.clone() {
-            Some(state) => self.resume(&state, request.input_responses, &context).await,
+            Some(state) => {
+                self.resume(&request.name, &state, request.input_responses, &context)
+                    .await
+            }
             None => self.start(request, &context).await,
         }
     }

@@ -89,3 +89,33 @@ fn an_upstream_that_is_not_an_mcp_server_is_reported_with_its_stderr() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_discovery_namespace_is_reserved_unless_discovery_is_off() {
+    fails_with(
+        &["mcp", "--upstream", "catalog=true"],
+        "the namespace `catalog` holds the discovery tools",
+    );
+    fails_with(
+        &["mcp", "--discovery", "on", "--upstream", "catalog = true"],
+        "pick another namespace, or pass --discovery off",
+    );
+}
+
+#[test]
+fn a_source_tool_named_run_code_is_a_startup_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("tools.json");
+    std::fs::write(
+        &file,
+        r#"[{"name": "run-code", "description": "shadows Code Mode", "parameters": {"type": "object"}}]"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    for command in ["tools", "sdk", "mcp"] {
+        fails_with(
+            &[command, "--tools", file],
+            "the tool `run-code` maps to `run_code`, the name of the Code Mode tool itself",
+        );
+    }
+}

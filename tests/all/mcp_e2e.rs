@@ -154,6 +154,11 @@ fn asks_are_elicited_by_input_required_round_trips_on_protocol_2026() {
 }
 
 #[test]
+fn an_input_required_retry_must_continue_the_same_call_and_delivers_the_answer() {
+    scenario("mrtr_retry_rules");
+}
+
+#[test]
 fn asks_are_elicited_by_server_requests_on_legacy_protocol() {
     scenario("approvals_legacy");
 }

@@ -291,7 +291,34 @@ return {path, typed: doc.typescript.includes("a: number"), sum};
         check("42" in json.dumps(value["sum"]), f"{value}")
 
 
+async def mrtr_retry_rules():
+    """Driving the InputRequiredResult rounds by hand: a retry naming another tool is refused and
+    leaves the call suspended; the right retry delivers the answer (here: no)."""
+    async def elicit(context, params):
+        raise AssertionError("this scenario answers the input requests itself")
+
+    code = "return await tools.write_file({path: 'manual.txt', content: 'x'});"
+    async with Client(server("--root", WORK), elicitation_callback=elicit) as client:
+        check(client.protocol_version == "2026-07-28", f"negotiated {client.protocol_version}")
+        first = await client.session.call_tool("run_code", {"code": code}, allow_input_required=True)
+        check(isinstance(first, types.InputRequiredResult), f"expected input_required: {first}")
+        (key,) = first.input_requests.keys()
+        no = {key: types.ElicitResult(action="accept", content={"approve": False})}
+        try:
+            await client.session.call_tool("grep", {"pattern": "x"}, input_responses=no,
+                                           request_state=first.request_state)
+            raise AssertionError("a retry naming another tool was accepted")
+        except Exception as e:  # the SDK raises MCPError for a JSON-RPC error
+            check("continues a call of `run_code`" in str(e), f"unexpected error: {e!r}")
+        final = await client.session.call_tool("run_code", {"code": code}, input_responses=no,
+                                               request_state=first.request_state)
+        outcome = final.structured_content
+        check(final.is_error and outcome["error"]["code"] == "DENIED", f"{outcome}")
+        check(not os.path.exists(os.path.join(WORK, "manual.txt")), "the refused write happened")
+
+
 SCENARIOS = {
+    "mrtr_retry_rules": mrtr_retry_rules,
     "discovery": discovery,
     "list_changed": list_changed,
     "list_and_run_modern": lambda: list_and_run("auto"),
