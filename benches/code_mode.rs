@@ -89,52 +89,22 @@ fn benches(c: &mut Criterion) {
         .build()
         .unwrap();
 
+    // The floor: 1000 awaits of a string-in, string-out op on one warm isolate.
     group.bench_function("raw_async_op_floor_x1000", |b| {
-        let local = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        // One isolate for the whole bench: the floor is the op, not isolate creation.
-        let mut runtime = JsRuntime::new(RuntimeOptions {
-            extensions: vec![bench_floor::init()],
-            ..Default::default()
-        });
-        b.iter(|| {
-            runtime
-                .execute_script(
-                    "floor",
-                    "(async () => { const op = Deno.core.ops.op_bench_echo; let r; for (let i = 0; i < 1000; i++) r = await op('{}'); return r; })()",
-                )
-                .unwrap();
-            local
-                .block_on(runtime.run_event_loop(PollEventLoopOptions::default()))
-                .unwrap();
-        })
+        bench_op_script(
+            b,
+            "(async () => { const op = Deno.core.ops.op_bench_echo; let r; for (let i = 0; i < 1000; i++) r = await op('{}'); return r; })()",
+        )
     });
 
     // The same op with the least glue a binding can have: arguments through `JSON.stringify`,
     // the result through `JSON.parse` in a `then`. Not a floor to beat: it shows how much of
     // the ratio any JSON-over-string binding spends before doing any work of its own.
     group.bench_function("raw_async_op_json_glue_x1000", |b| {
-        let local = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut runtime = JsRuntime::new(RuntimeOptions {
-            extensions: vec![bench_floor::init()],
-            ..Default::default()
-        });
-        b.iter(|| {
-            runtime
-                .execute_script(
-                    "glue",
-                    "(async () => { const op = Deno.core.ops.op_bench_echo; const then = Promise.prototype.then; let r; for (let i = 0; i < 1000; i++) r = await then.call(op(JSON.stringify({})), JSON.parse); return r; })()",
-                )
-                .unwrap();
-            local
-                .block_on(runtime.run_event_loop(PollEventLoopOptions::default()))
-                .unwrap();
-        })
+        bench_op_script(
+            b,
+            "(async () => { const op = Deno.core.ops.op_bench_echo; const then = Promise.prototype.then; let r; for (let i = 0; i < 1000; i++) r = await then.call(op(JSON.stringify({})), JSON.parse); return r; })()",
+        )
     });
 
     let limits = Limits {
@@ -197,6 +167,25 @@ fn benches(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Time `script` (which awaits the bench op 1000 times) on one warm isolate: the floor is the
+/// op, not isolate creation.
+fn bench_op_script(b: &mut criterion::Bencher<'_>, script: &'static str) {
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut runtime = JsRuntime::new(RuntimeOptions {
+        extensions: vec![bench_floor::init()],
+        ..Default::default()
+    });
+    b.iter(|| {
+        runtime.execute_script("floor", script).unwrap();
+        local
+            .block_on(runtime.run_event_loop(PollEventLoopOptions::default()))
+            .unwrap();
+    })
 }
 
 criterion_group!(code_mode_benches, benches);

@@ -45,10 +45,22 @@ impl CodeMode {
     /// # Errors
     /// Only if the fixed schema failed to compile (a bug).
     pub fn tool(&self, registry: &ToolRegistry) -> Result<ToolDefinition, ToolBuildError> {
+        self.tool_with_description(self.description(registry))
+    }
+
+    /// The `run_code` tool definition with a description already made (e.g. with
+    /// [`CodeMode::description_with_sdk`] for progressive discovery).
+    ///
+    /// # Errors
+    /// Only if the fixed schema failed to compile (a bug).
+    pub fn tool_with_description(
+        &self,
+        description: String,
+    ) -> Result<ToolDefinition, ToolBuildError> {
         let code_mode = self.clone();
         let output_bytes = self.limits().output_bytes;
         ToolDefinition::builder(RUN_CODE)
-            .description(self.description(registry))
+            .description(description)
             .parameters(json!({
                 "type": "object",
                 "properties": {"code": {"type": "string", "description": "TypeScript or JavaScript: the body of an async function"}},

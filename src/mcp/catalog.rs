@@ -20,7 +20,7 @@ use crate::codemode::{CodeMode, RUN_CODE, sdk_for};
 use crate::pipeline::{Approver, Pipeline, PipelineBuilder};
 use crate::sandbox::{Limits, Sandbox};
 use crate::schema::ToolSpec;
-use crate::tool::ToolRegistry;
+use crate::tool::{ToolDefinition, ToolRegistry};
 
 /// Makes the inner pipeline's builder for a registry, with the given approver: policy, guards,
 /// audit log, call limits. The server adds its progress observer, then builds.
@@ -125,17 +125,18 @@ pub(crate) fn build(
         namespace: RUN_CODE.into(),
         message,
     };
+    let run_code = code_mode
+        .tool_with_description(description)
+        .map_err(|e| run_code_error(e.to_string()))?;
+    // The listing shows exactly the definition the outer pipeline serves.
+    let listed = run_code_tool(&run_code);
     let mut outer_registry = ToolRegistry::new();
     outer_registry
-        .register(
-            code_mode
-                .tool(&callable)
-                .map_err(|e| run_code_error(e.to_string()))?,
-        )
+        .register(run_code)
         .map_err(|e| run_code_error(e.to_string()))?;
     let outer = (parts.outer)(outer_registry).build();
 
-    let mut tools = vec![run_code_tool(description)];
+    let mut tools = vec![listed];
     if parts.expose_direct {
         tools.extend(visible.tools().into_iter().map(|info| {
             // Concurrency-safe tools are the reads and searches (and upstream `readOnlyHint` tools).
@@ -161,17 +162,12 @@ pub(crate) fn build(
     })
 }
 
-fn run_code_tool(description: String) -> Tool {
+fn run_code_tool(run_code: &ToolDefinition) -> Tool {
     let mut tool = Tool::default();
     tool.name = RUN_CODE.into();
     tool.title = Some("Run a TypeScript program against the tools".into());
-    tool.description = Some(description.into());
-    tool.input_schema = Arc::new(as_object(serde_json::json!({
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "TypeScript or JavaScript: the body of an async function"}},
-        "required": ["code"],
-        "additionalProperties": false
-    })));
+    tool.description = Some(run_code.description().to_string().into());
+    tool.input_schema = Arc::new(as_object(run_code.parameters().clone()));
     tool
 }
 
