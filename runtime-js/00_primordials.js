@@ -91,6 +91,7 @@
     RangeError,
     Promise,
     PromisePrototypeThen: uncurryThis(Promise.prototype.then),
+    PromiseResolve: Promise.resolve.bind(Promise),
     PromiseWithResolvers: () => {
       let resolve;
       let reject;

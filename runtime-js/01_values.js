@@ -258,7 +258,21 @@
     }
   }
 
+  // Tool arguments. The engine's own JSON.stringify writes the same text as `serialize` for
+  // plain data at a fraction of the cost (for `{}` the careful walk cost more than the rest of
+  // the binding call). What it refuses (a BigInt, a cycle, a throwing getter or toJSON) goes
+  // through the careful walk, which maps BigInt and names the failing path; accessors on the
+  // way are then read a second time. A termination is uncatchable and passes through.
+  function serializeArgs(value) {
+    try {
+      return JSONStringify(value);
+    } catch {
+      return serialize(value, 1 << 30);
+    }
+  }
+
   internal.isValueError = isValueError;
   internal.serialize = serialize;
+  internal.serializeArgs = serializeArgs;
   internal.safeMessage = safeMessage;
 })(globalThis.__codemodeInternal);

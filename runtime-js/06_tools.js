@@ -1,15 +1,19 @@
 // The `tools` object. It is built per run from the host's catalog of sandbox
 // paths (`grep`, `memory.search_nodes`): known names are plain frozen
-// functions; an unknown name still yields a function, whose call goes to the
-// host and rejects with `UNKNOWN_TOOL` and close-match suggestions (a typo gets
-// a useful error instead of "is not a function"). Every call crosses into Rust
-// through the one op `op_codemode_tool_call`.
+// functions, own properties of frozen objects, so a call reaches them without
+// a proxy trap; an unknown name falls through to a proxy in the prototype and
+// still yields a function, whose call goes to the host and rejects with
+// `UNKNOWN_TOOL` and close-match suggestions (a typo gets a useful error
+// instead of "is not a function"). Every call crosses into Rust through the one
+// op `op_codemode_tool_call`, naming a known tool by its catalog index (no path
+// string to convert per call) and an unknown one by its path.
 "use strict";
 ((internal) => {
   const {
     Error,
     JSONParse,
     JSONStringify,
+    ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
     PromisePrototypeThen,
@@ -65,20 +69,28 @@
     throw error;
   }
 
-  function call(path, args) {
+  const serializeArgs = internal.serializeArgs;
+  const UNKNOWN = -1;
+
+  // `index` is the tool's place in the catalog, or UNKNOWN with `path` sent instead. A known
+  // tool's arguments that cannot be converted send the reason in place of the path.
+  function call(index, path, args) {
     let text = "";
-    let problem = "";
+    let detail = index === UNKNOWN ? path : "";
     try {
-      text = internal.serialize(args === undefined ? {} : args, 1 << 30);
+      text = serializeArgs(args === undefined ? {} : args);
       if (text === undefined) text = "{}";
     } catch (e) {
-      problem = internal.isValueError(e) ? e.message + " (at " + e.path + ")" : internal.safeMessage(e);
+      // An unknown tool is refused as such before its arguments are looked at.
+      if (index !== UNKNOWN) {
+        detail = internal.isValueError(e) ? e.message + " (at " + e.path + ")" : internal.safeMessage(e);
+      }
     }
-    return PromisePrototypeThen(op_codemode_tool_call(path, text, problem), settle);
+    return PromisePrototypeThen(op_codemode_tool_call(index, text, detail), settle);
   }
 
-  const makeFunction = (path) => {
-    const fn = (args) => call(path, args);
+  const makeFunction = (index, path) => {
+    const fn = (args) => call(index, path, args);
     ObjectDefineProperty(fn, "name", { value: path });
     return ObjectFreeze(fn);
   };
@@ -88,39 +100,43 @@
   const NOT_TOOLS = { __proto__: null, then: true, toJSON: true, constructor: true, valueOf: true, toString: true };
 
   const unknownTool = (path) =>
-    new Proxy(makeFunction(path), {
+    new Proxy(makeFunction(UNKNOWN, path), {
       get(target, key) {
         if (typeof key !== "string" || NOT_TOOLS[key] === true) return undefined;
-        return makeFunction(path + "." + key);
+        return makeFunction(UNKNOWN, path + "." + key);
       },
     });
 
-  const guard = (target, prefix) =>
-    new Proxy(target, {
+  // The prototype of a namespace (or of `tools`): reached only by names that are not own
+  // properties, it answers with an unknown tool under `prefix`.
+  const unknownNames = (prefix) =>
+    new Proxy(ObjectFreeze({ __proto__: null }), {
       get(t, key) {
-        if (typeof key !== "string") return undefined;
-        const own = t[key];
-        if (own !== undefined || NOT_TOOLS[key] === true) return own;
+        if (typeof key !== "string" || NOT_TOOLS[key] === true) return undefined;
         return unknownTool(prefix + key);
       },
     });
 
+  // An own property whatever its name (no setter on the prototype chain is involved).
+  const define = (object, key, value) =>
+    ObjectDefineProperty(object, key, { __proto__: null, value, enumerable: true });
+
   internal.makeTools = (paths) => {
-    const root = { __proto__: null };
+    const root = ObjectCreate(unknownNames(""));
     const namespaces = { __proto__: null };
     for (let i = 0; i < paths.length; i++) {
       const path = paths[i];
       const dot = StringPrototypeIndexOf(path, ".");
       if (dot === -1) {
-        root[path] = makeFunction(path);
+        define(root, path, makeFunction(i, path));
       } else {
         const ns = StringPrototypeSlice(path, 0, dot);
-        if (namespaces[ns] === undefined) namespaces[ns] = { __proto__: null };
-        namespaces[ns][StringPrototypeSlice(path, dot + 1)] = makeFunction(path);
+        if (namespaces[ns] === undefined) namespaces[ns] = ObjectCreate(unknownNames(ns + "."));
+        define(namespaces[ns], StringPrototypeSlice(path, dot + 1), makeFunction(i, path));
       }
     }
-    for (const ns in namespaces) root[ns] = guard(ObjectFreeze(namespaces[ns]), ns + ".");
-    return guard(ObjectFreeze(root), "");
+    for (const ns in namespaces) define(root, ns, ObjectFreeze(namespaces[ns]));
+    return ObjectFreeze(root);
   };
 
   internal.ToolError = ToolError;

@@ -11,6 +11,7 @@
     ObjectDefineProperty,
     ObjectGetPrototypeOf,
     PromisePrototypeThen,
+    PromiseResolve,
     ReflectDeleteProperty,
     String,
   } = internal.primordials;
@@ -109,14 +110,18 @@
       configurable: false,
       enumerable: false,
     });
-    let promise;
-    try {
-      promise = userFunction();
-    } catch (e) {
-      internal.fail(e);
-      return;
-    }
-    PromisePrototypeThen(promise, succeed, internal.fail);
+    // The program starts at the first microtask checkpoint, not inside the script that compiled
+    // it: the host guards the heap between the two (`Engine::guard_heap`).
+    PromisePrototypeThen(PromiseResolve(undefined), () => {
+      let promise;
+      try {
+        promise = userFunction();
+      } catch (e) {
+        internal.fail(e);
+        return;
+      }
+      PromisePrototypeThen(promise, succeed, internal.fail);
+    });
   };
   internal.isFinished = () => finished;
   internal.String = String;

@@ -1,8 +1,6 @@
 //! A pre-initialised isolate: deno_core runtime + our ops + the glue of `runtime-js/`, with the
 //! heap limit wired to the run's control. Building one is the cold-start cost the pool hides.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use deno_core::{JsRuntime, RuntimeOptions, v8};
@@ -65,7 +63,6 @@ pub(crate) struct Engine {
     pub runtime: JsRuntime,
     pub heap_bytes: usize,
     pub report: BootstrapReport,
-    control_slot: Rc<RefCell<Option<Arc<RunControl>>>>,
 }
 
 /// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
@@ -78,22 +75,6 @@ impl Engine {
             extensions: vec![ops::codemode_sandbox::init()],
             create_params: Some(params),
             ..RuntimeOptions::default()
-        });
-        let control_slot: Rc<RefCell<Option<Arc<RunControl>>>> = Rc::new(RefCell::new(None));
-        let slot = Rc::clone(&control_slot);
-        // Called when the heap nears its limit: end the run, and grant headroom exactly once so
-        // the isolate can unwind. Granting more on every call would let an allocation loop grow
-        // the heap without bound (measured: 2.5 GB from a 64 MiB limit) before termination lands.
-        let mut granted = false;
-        runtime.add_near_heap_limit_callback(move |current, _initial| {
-            if let Some(control) = slot.borrow().as_ref() {
-                control.heap_exhausted();
-            }
-            if granted {
-                return current;
-            }
-            granted = true;
-            current + UNWIND_HEADROOM
         });
         let mut completion = None;
         for (name, source) in GLUE {
@@ -115,13 +96,30 @@ impl Engine {
             runtime,
             heap_bytes,
             report,
-            control_slot,
         })
     }
 
-    /// Tie the heap-limit callback to the run about to start.
-    pub(crate) fn attach(&self, control: Arc<RunControl>) {
-        *self.control_slot.borrow_mut() = Some(control);
+    /// Guard the heap for the run about to start: when it nears its limit, end the run, and
+    /// grant headroom exactly once so the isolate can unwind. Granting more on every call would
+    /// let an allocation loop grow the heap without bound (measured: 2.5 GB from a 64 MiB limit)
+    /// before termination lands.
+    ///
+    /// Called once the program is compiled, before any of it runs. While such a callback is
+    /// installed, the QuickJS facade measures the whole heap after every script evaluation
+    /// (measured: ~0.4 ms per evaluation, most of a short run), which the bootstrap glue and the
+    /// program's compile would pay for nothing: neither can near the limit (trusted code; a
+    /// size-capped source).
+    pub(crate) fn guard_heap(&mut self, control: Arc<RunControl>) {
+        let mut granted = false;
+        self.runtime
+            .add_near_heap_limit_callback(move |current, _initial| {
+                control.heap_exhausted();
+                if granted {
+                    return current;
+                }
+                granted = true;
+                current + UNWIND_HEADROOM
+            });
     }
 
     pub(crate) fn isolate_handle(&mut self) -> v8::IsolateHandle {

@@ -44,10 +44,10 @@ pub(crate) async fn execute(
         let run = state.borrow_mut::<RunState>();
         run.console = ConsoleBuffer::with_cap(limits.console_bytes);
         run.finish = None;
-        run.tools =
-            tools.map(|(host, run_id)| ToolRun::new(host, run_id, Arc::clone(&control), limits));
+        run.tools = tools.map(|(host, run_id)| {
+            ToolRun::new(host, paths.clone(), run_id, Arc::clone(&control), limits)
+        });
     }
-    engine.attach(Arc::clone(&control));
     watchdog.arm(Arc::clone(&control));
     on_start(Arc::clone(&control));
 
@@ -57,9 +57,14 @@ pub(crate) async fn execute(
         "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {}, {catalog});",
         program.js, limits.return_bytes
     );
+    // The script only compiles the program and queues its start (see `entry` in 98_run.js), so
+    // every line of it runs with the heap guarded.
     let loop_result = match engine.runtime.execute_script(PROGRAM_NAME, script) {
         Err(error) => Err(error.exception_message.clone()),
-        Ok(_) => drive(engine, &control).await,
+        Ok(_) => {
+            engine.guard_heap(Arc::clone(&control));
+            drive(engine, &control).await
+        }
     };
     watchdog.disarm();
 

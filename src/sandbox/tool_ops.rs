@@ -23,6 +23,9 @@ use super::watchdog::RunControl;
 /// The tool side of one run.
 pub(crate) struct ToolRun {
     pub host: Arc<dyn ToolHost>,
+    /// The catalog the program's `tools` object was built from: the glue names a known tool by
+    /// its index here.
+    pub paths: Vec<String>,
     pub run_id: String,
     pub control: Arc<RunControl>,
     /// Cancelled when the run ends: in-flight calls see it and stop.
@@ -41,12 +44,14 @@ pub(crate) struct ToolRun {
 impl ToolRun {
     pub(crate) fn new(
         host: Arc<dyn ToolHost>,
+        paths: Vec<String>,
         run_id: String,
         control: Arc<RunControl>,
         limits: &Limits,
     ) -> ToolRun {
         ToolRun {
             host,
+            paths,
             run_id,
             control,
             cancel: CancellationToken::new(),
@@ -81,8 +86,22 @@ enum Admission {
     },
 }
 
-fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Admission {
+/// How the glue names the tool of a call: `index` into the run's catalog, or `UNKNOWN` with the
+/// path the program used in `detail`. For a known tool, a non-empty `detail` says why its
+/// arguments could not be converted.
+const UNKNOWN: i32 = -1;
+
+fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admission {
     let run = state.borrow_mut::<RunState>();
+    let known = usize::try_from(index)
+        .ok()
+        .and_then(|i| run.tools.as_ref()?.paths.get(i).cloned());
+    let (path, args_error) = match known {
+        Some(path) => (path, detail),
+        None if index == UNKNOWN => (detail, String::new()),
+        // The glue only sends indexes it was given; anything else is a glue bug, not a tool.
+        None => (format!("#{index}"), String::new()),
+    };
     if run.finish.is_some() {
         let failure = ToolFailure::new(
             "CANCELLED",
@@ -118,14 +137,14 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
         return Admission::Reject(failure_json(&path, &failure));
     }
     tools.issued += 1;
-    match tools.calls_by_tool.get_mut(&path) {
+    match tools.calls_by_tool.get_mut(path.as_str()) {
         Some(count) => *count += 1,
         None => {
             tools.calls_by_tool.insert(path.clone(), 1);
         }
     }
     let reject = |failure: ToolFailure| Admission::Reject(failure_json(&path, &failure));
-    let unconvertible = (!args_error.is_empty()).then(|| args_error.to_string());
+    let unconvertible = (!args_error.is_empty()).then_some(args_error);
     if args.len() > tools.arg_bytes {
         return reject(ToolFailure::new(
             "LIMIT_EXCEEDED",
@@ -171,11 +190,11 @@ fn admit(state: &mut OpState, path: String, args: &str, args_error: &str) -> Adm
 #[string]
 pub(crate) async fn op_codemode_tool_call(
     state: Rc<RefCell<OpState>>,
-    #[string] path: String,
+    #[smi] index: i32,
     #[string] args: String,
-    #[string] args_error: String,
+    #[string] detail: String,
 ) -> String {
-    let admission = admit(&mut state.borrow_mut(), path, &args, &args_error);
+    let admission = admit(&mut state.borrow_mut(), index, &args, detail);
     drop(args);
     let Admission::Run {
         request,
