@@ -141,6 +141,7 @@
     encode: denoCore.encode,
     decode: denoCore.decode,
     setUnhandledPromiseRejectionHandler: denoCore.setUnhandledPromiseRejectionHandler,
+    registerErrorClass: denoCore.registerErrorClass,
     queueMicrotask: globalThis.queueMicrotask,
   };
 

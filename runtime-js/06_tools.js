@@ -16,9 +16,7 @@
     ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
-    PromisePrototypeThen,
     Proxy,
-    StringPrototypeCharCodeAt,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     WeakMap,
@@ -26,6 +24,8 @@
     WeakMapPrototypeSet,
   } = internal.primordials;
   const { op_codemode_tool_call } = internal.ops;
+  // The error class name the op's failures carry (`TOOL_ERROR_CLASS` in tool_ops.rs).
+  const TOOL_ERROR_CLASS = "CodemodeToolError";
 
   // What each ToolError was created with: read from here (not from its possibly
   // patched properties) when the error ends the run.
@@ -46,11 +46,12 @@
     return WeakMapPrototypeGet(toolErrors, thrown);
   };
 
-  // The op resolves with the value's JSON text, or with `!` and a failure record.
-  function settle(resultJson) {
-    if (StringPrototypeCharCodeAt(resultJson, 0) !== 33) return JSONParse(resultJson);
-    const result = JSONParse(StringPrototypeSlice(resultJson, 1));
-    const error = new ToolError(result.message, result.code, result.tool, result.details);
+  // The op resolves with the tool's value itself. A failure rejects with the error deno_core
+  // builds for the class registered below: a ToolError made from the failure record, which
+  // arrives as the message (`{code, message, tool, details}` as JSON).
+  function HostToolError(recordJson) {
+    const record = JSONParse(recordJson);
+    const error = new ToolError(record.message, record.code, record.tool, record.details);
     let stack = "";
     try {
       stack = error.stack;
@@ -60,14 +61,16 @@
     WeakMapPrototypeSet(toolErrors, error, {
       __proto__: null,
       name: "ToolError",
-      message: result.message,
+      message: record.message,
       stack: typeof stack === "string" ? stack : "",
-      code: result.code,
-      tool: result.tool,
-      detailsJson: JSONStringify(result.details),
+      code: record.code,
+      tool: record.tool,
+      detailsJson: JSONStringify(record.details),
     });
-    throw error;
+    // `new HostToolError(json)` yields this object, not a HostToolError.
+    return error;
   }
+  internal.core.registerErrorClass(TOOL_ERROR_CLASS, HostToolError);
 
   const serializeArgs = internal.serializeArgs;
   const UNKNOWN = -1;
@@ -86,7 +89,7 @@
         detail = internal.isValueError(e) ? e.message + " (at " + e.path + ")" : internal.safeMessage(e);
       }
     }
-    return PromisePrototypeThen(op_codemode_tool_call(index, text, detail), settle);
+    return op_codemode_tool_call(index, text, detail);
   }
 
   const makeFunction = (index, path) => {

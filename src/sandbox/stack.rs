@@ -1,6 +1,6 @@
 //! Stack traces in the model's own coordinates: every `codemode:program:LINE:COL` the engine
 //! reports is mapped through the front end's source map and shown as `program:LINE:COL`; frames
-//! inside the glue are dropped, and very deep stacks are cut.
+//! inside the glue or deno_core are dropped, and very deep stacks are cut.
 
 use super::transpile::Transpiled;
 
@@ -41,7 +41,7 @@ pub(crate) fn rewrite(stack: &str, positions: &ProgramPositions<'_>) -> MappedSt
     let mut first = None;
     let mut omitted = 0usize;
     for line in stack.lines() {
-        if line.contains("codemode:glue") {
+        if is_internal_frame(line) {
             continue;
         }
         if out.len() >= MAX_FRAMES {
@@ -62,6 +62,14 @@ pub(crate) fn rewrite(stack: &str, positions: &ProgramPositions<'_>) -> MappedSt
         line: first.map(|(l, _)| l),
         column: first.map(|(_, c)| c),
     }
+}
+
+/// A frame of the glue or of deno_core's own scripts (a failed tool call's error is built by
+/// deno_core's error builder): not the model's code. Only frame lines qualify, so a message
+/// that mentions these names stays.
+fn is_internal_frame(line: &str) -> bool {
+    line.trim_start().starts_with("at ")
+        && (line.contains("codemode:glue/") || line.contains("ext:core/"))
 }
 
 fn rewrite_line(line: &str, positions: &ProgramPositions<'_>) -> (String, Option<(u32, u32)>) {
@@ -92,4 +100,22 @@ fn rewrite_line(line: &str, positions: &ProgramPositions<'_>) -> (String, Option
 fn take_number(text: &str) -> (Option<u32>, &str) {
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     (text[..digits].parse().ok(), &text[digits..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_internal_frame;
+
+    #[test]
+    fn only_frames_of_the_glue_and_deno_core_are_internal() {
+        assert!(is_internal_frame(
+            "    at call (codemode:glue/06_tools.js:92:12)"
+        ));
+        assert!(is_internal_frame(
+            "    at buildCustomError (ext:core/00_infra.js:104:15)"
+        ));
+        assert!(!is_internal_frame("    at codemode:program:3:14"));
+        // A message line that mentions the names is the model's text, not a frame.
+        assert!(!is_internal_frame("Error: see codemode:glue/06_tools.js"));
+    }
 }

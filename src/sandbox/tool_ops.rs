@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use deno_core::{OpState, op2};
+use deno_core::{OpState, ToV8, op2, v8};
+use deno_error::JsErrorBox;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -68,16 +69,37 @@ impl ToolRun {
     }
 }
 
-/// What the op resolves with. A success is the value's JSON text as it is (the glue parses it
-/// with no wrapper to unpack); a failure is `!` and a JSON record. No JSON text starts with `!`.
-fn failure_json(path: &str, failure: &ToolFailure) -> String {
+/// The error class of a failed call (registered by `runtime-js/06_tools.js`, which builds the
+/// program's `ToolError` from the failure record carried as the message).
+const TOOL_ERROR_CLASS: &str = "CodemodeToolError";
+
+/// A failed call, as the op rejects with it.
+fn rejection(path: &str, failure: &ToolFailure) -> JsErrorBox {
     let record = json!({"code": failure.code, "message": failure.message, "tool": path, "details": failure.details});
-    format!("!{record}")
+    JsErrorBox::new(TOOL_ERROR_CLASS, record.to_string())
+}
+
+/// A successful call's value as JSON text; the op resolves with the value it parses to, so the
+/// glue adds no step (no `then`, no parse) between the op and the program's `await`.
+pub(crate) struct JsonValue(String);
+
+impl<'a> ToV8<'a> for JsonValue {
+    type Error = JsErrorBox;
+
+    fn to_v8<'i>(
+        self,
+        scope: &mut v8::PinScope<'a, 'i>,
+    ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
+        let text = v8::String::new(scope, &self.0)
+            .ok_or_else(|| JsErrorBox::range_error("the tool result is too long for a string"))?;
+        v8::json::parse(scope, text)
+            .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))
+    }
 }
 
 /// What to do with a call, decided synchronously when it is issued.
 enum Admission {
-    Reject(String),
+    Reject(JsErrorBox),
     Run {
         request: ToolRequest,
         host: Arc<dyn ToolHost>,
@@ -98,6 +120,9 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         .and_then(|i| run.tools.as_ref()?.paths.get(i).cloned());
     let (path, args_error) = match known {
         Some(path) => (path, detail),
+        // Empty arguments text: they could not be converted. The call is refused as unknown
+        // before its arguments are looked at, so the reason is not needed.
+        None if index == UNKNOWN && args.is_empty() => (detail, "unconvertible".to_string()),
         None if index == UNKNOWN => (detail, String::new()),
         // The glue only sends indexes it was given; anything else is a glue bug, not a tool.
         None => (format!("#{index}"), String::new()),
@@ -108,7 +133,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             "the run has ended; this call was not executed",
             json!({}),
         );
-        return Admission::Reject(failure_json(&path, &failure));
+        return Admission::Reject(rejection(&path, &failure));
     }
     let Some(tools) = run.tools.as_mut() else {
         let failure = ToolFailure::new(
@@ -116,7 +141,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             format!("no tools are available in this run (called `{path}`)"),
             json!({"suggestions": []}),
         );
-        return Admission::Reject(failure_json(&path, &failure));
+        return Admission::Reject(rejection(&path, &failure));
     };
     if tools.issued >= tools.max_calls {
         let message = format!(
@@ -134,7 +159,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             "the run ended: tool-call limit reached",
             json!({}),
         );
-        return Admission::Reject(failure_json(&path, &failure));
+        return Admission::Reject(rejection(&path, &failure));
     }
     tools.issued += 1;
     match tools.calls_by_tool.get_mut(path.as_str()) {
@@ -143,7 +168,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             tools.calls_by_tool.insert(path.clone(), 1);
         }
     }
-    let reject = |failure: ToolFailure| Admission::Reject(failure_json(&path, &failure));
+    let reject = |failure: ToolFailure| Admission::Reject(rejection(&path, &failure));
     let unconvertible = (!args_error.is_empty()).then_some(args_error);
     if args.len() > tools.arg_bytes {
         return reject(ToolFailure::new(
@@ -187,13 +212,12 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
 }
 
 #[op2]
-#[string]
 pub(crate) async fn op_codemode_tool_call(
     state: Rc<RefCell<OpState>>,
     #[smi] index: i32,
     #[string] args: String,
     #[string] detail: String,
-) -> String {
+) -> Result<JsonValue, JsErrorBox> {
     let admission = admit(&mut state.borrow_mut(), index, &args, detail);
     drop(args);
     let Admission::Run {
@@ -203,10 +227,10 @@ pub(crate) async fn op_codemode_tool_call(
         result_bytes,
     } = admission
     else {
-        let Admission::Reject(json) = admission else {
+        let Admission::Reject(error) = admission else {
             unreachable!()
         };
-        return json;
+        return Err(error);
     };
     let path = request.path.clone();
     let cancel = request.cancel.clone();
@@ -227,17 +251,17 @@ pub(crate) async fn op_codemode_tool_call(
     let mut state = state.borrow_mut();
     let run = state.borrow_mut::<RunState>();
     let Some(tools) = run.tools.as_mut() else {
-        return failure_json(
+        return Err(rejection(
             &path,
             &ToolFailure::new("CANCELLED", "the run has ended", json!({})),
-        );
+        ));
     };
     tools.active -= 1;
     match response {
         ToolResponse::Ok { value, contexts } => {
             let text = value.to_string();
             if text.len() > result_bytes {
-                let failure = ToolFailure::new(
+                let reason = ToolFailure::new(
                     "LIMIT_EXCEEDED",
                     format!(
                         "the result is {} bytes; the per-call limit is {result_bytes} bytes",
@@ -245,7 +269,7 @@ pub(crate) async fn op_codemode_tool_call(
                     ),
                     json!({"limit": result_bytes, "value": text.len()}),
                 );
-                return failure_json(&path, &failure);
+                return Err(rejection(&path, &reason));
             }
             tools.bytes_kept += text.len() as u64;
             for (kind, text) in contexts {
@@ -255,8 +279,8 @@ pub(crate) async fn op_codemode_tool_call(
                     text,
                 });
             }
-            text
+            Ok(JsonValue(text))
         }
-        ToolResponse::Err(failure) => failure_json(&path, &failure),
+        ToolResponse::Err(reason) => Err(rejection(&path, &reason)),
     }
 }

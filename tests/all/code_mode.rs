@@ -243,21 +243,32 @@ async fn failures_reject_with_pipeline_error_codes() {
         try { await tools.read({ id: "one" }); } catch (e) { seen.push([e.code, e.details.issues[0].path]); }
         try { await tools.raed({ id: 1 }); } catch (e) { seen.push([e.code, e.details.suggestions]); }
         const cyclic = {}; cyclic.self = cyclic;
-        try { await tools.read(cyclic); } catch (e) { seen.push([e.code]); }
-        return seen;
+        try { await tools.read(cyclic); } catch (e) { seen.push([e.code, e.details.issues[0].message]); }
+        // An unknown name is refused as such, whatever its arguments.
+        try { await tools.raed(cyclic); } catch (e) { seen.push([e.code]); }
+        // What JSON.stringify refuses still maps: a BigInt becomes its decimal string.
+        const big = await tools.memory.search_nodes({ query: 12345678901234567890n, skip: undefined });
+        return [seen, big.nodes];
     "#;
     let outcome = run_code(&h, source).await;
     assert_eq!(
         outcome.value_json(),
         Some(json!([
-            ["INVALID_ARGS", "/id"],
-            ["UNKNOWN_TOOL", ["read"]],
-            ["INVALID_ARGS"]
+            [
+                ["INVALID_ARGS", "/id"],
+                ["UNKNOWN_TOOL", ["read"]],
+                [
+                    "INVALID_ARGS",
+                    "cyclic value: $.self refers back to $ (at $.self)"
+                ],
+                ["UNKNOWN_TOOL"],
+            ],
+            ["12345678901234567890"]
         ])),
         "{}",
         outcome.to_json()
     );
-    assert_eq!(outcome.stats.tool_calls, 3);
+    assert_eq!(outcome.stats.tool_calls, 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,12 +389,23 @@ async fn run_status_reflects_program_failures() {
         run_code(&h, "while (true) {}").await.status,
         RunStatus::Timeout
     );
-    let uncaught = run_code(&h, "await tools.read({ id: 'bad' });").await;
+    let uncaught = run_code(&h, "const a = 1;\n\n  await tools.read({ id: 'bad' });").await;
     assert_eq!(uncaught.status, RunStatus::Error);
+    let error = uncaught.error.unwrap();
+    assert_eq!(error.code.as_deref(), Some("INVALID_ARGS"));
+    // The error points at the call that failed, and its stack shows only the program's frames.
     assert_eq!(
-        uncaught.error.unwrap().code.as_deref(),
-        Some("INVALID_ARGS")
+        (error.line, error.column),
+        (Some(3), Some(15)),
+        "{:?}",
+        error.stack
     );
+    let stack = error.stack.unwrap();
+    assert!(
+        stack.starts_with("ToolError: invalid arguments for `read`"),
+        "{stack}"
+    );
+    assert!(stack.ends_with("\n    at program:3:15"), "{stack}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
