@@ -200,7 +200,9 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         unconvertible,
         run_id: tools.run_id.clone(),
         seq: tools.issued,
-        cancel: tools.cancel.child_token(),
+        // The run's own token: cancelling the run cancels every call in flight, and nothing
+        // cancels one call alone from here (the pipeline makes its per-call child).
+        cancel: tools.cancel.clone(),
         deadline: DeadlinePause(Arc::clone(&tools.control)),
     };
     Admission::Run {
@@ -238,6 +240,9 @@ pub(crate) async fn op_codemode_tool_call(
     let response = match permits.acquire_owned().await {
         Ok(_permit) => {
             tokio::select! {
+                // The call first: most complete on their first poll, before the token's waiter
+                // would have to be registered.
+                biased;
                 response = host.call(request) => response,
                 () = cancel.cancelled() => ToolResponse::Err(ToolFailure::new("CANCELLED", "the run ended while the call was in flight", json!({}))),
             }

@@ -257,3 +257,48 @@ fn tools_with_root_lists_the_builtins() {
         );
     }
 }
+
+#[test]
+fn programs_leave_nothing_in_the_engine_cache_directory() {
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join("cache");
+    let run = |program: &str| {
+        let out = codemode()
+            .args(["run", "-"])
+            .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", &cache)
+            .env_remove("V82JSC_NO_BC_CACHE")
+            .env_remove("V82JSC_BC_CACHE_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child.stdin.take().unwrap().write_all(program.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    };
+    run("return 'first program'");
+    run("return 'second program'");
+    let files: Vec<_> = walk(&cache);
+    assert!(files.is_empty(), "the engine cached files: {files:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
+}

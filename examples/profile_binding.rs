@@ -1,0 +1,132 @@
+//! A profiling harness for the tool binding: one long run per shape, so isolate creation and the
+//! run's own overhead vanish next to the calls. Criterion (`benches/code_mode.rs`) gives the
+//! wall-clock numbers; this gives steady per-call costs that profilers can read, e.g. instructions
+//! per call with `scripts/instructions-per-call.sh SHAPE` (callgrind, two call counts, difference).
+//!
+//! ```text
+//! cargo run --release --example profile_binding -- SHAPE [CALLS]
+//! ```
+//!
+//! Shapes:
+//! - `floor`: `await op(string)` of a raw deno_core async op on a bare `JsRuntime`;
+//! - `glue`: the floor plus `JSON.stringify` of the arguments and `then(JSON.parse)`;
+//! - `binding`: `await tools.noop({})`, every call through the full pipeline;
+//! - `pending`: `await tools.yield_once({})`, a tool that is not ready on its first poll, so
+//!   each call takes deno_core's pending-op path and one event-loop turn;
+//! - `parallel`: `Promise.all` over batches of 100 `tools.yield_once({})` (CALLS counts calls).
+
+use std::time::{Duration, Instant};
+
+use codemode::codemode::CodeMode;
+use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::{Pipeline, ToolDefinition, ToolRegistry};
+use serde_json::json;
+
+#[deno_core::op2]
+#[string]
+async fn op_profile_echo(#[string] text: String) -> String {
+    text
+}
+
+deno_core::extension!(profile_floor, ops = [op_profile_echo]);
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let shape = args.next().unwrap_or_else(|| "binding".to_string());
+    let calls: u64 = args
+        .next()
+        .map(|n| n.parse().expect("CALLS is a number"))
+        .unwrap_or(100_000);
+    let elapsed = match shape.as_str() {
+        "floor" => raw_op(calls, "r = await op('{}')"),
+        "glue" => raw_op(
+            calls,
+            "r = await then.call(op(JSON.stringify({})), JSON.parse)",
+        ),
+        "binding" => program(&format!(
+            "for (let i = 0; i < {calls}; i++) await tools.noop({{}}); return 1;"
+        )),
+        "pending" => program(&format!(
+            "for (let i = 0; i < {calls}; i++) await tools.yield_once({{}}); return 1;"
+        )),
+        "parallel" => program(&format!(
+            "for (let k = 0; k < {}; k++) await Promise.all(Array.from({{ length: 100 }}, () => tools.yield_once({{}}))); return 1;",
+            calls / 100
+        )),
+        other => {
+            eprintln!("unknown shape `{other}`: floor, glue, binding, pending or parallel");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "{shape}: {calls} calls in {elapsed:?} ({:?} per call)",
+        elapsed / calls.max(1) as u32
+    );
+}
+
+/// The floor shapes: `body` (which awaits `op`) in a loop on one warm bare runtime.
+fn raw_op(calls: u64, body: &str) -> Duration {
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut runtime = deno_core::JsRuntime::new(deno_core::RuntimeOptions {
+        extensions: vec![profile_floor::init()],
+        ..Default::default()
+    });
+    let script = format!(
+        "(async () => {{ const op = Deno.core.ops.op_profile_echo; const then = Promise.prototype.then; let r; for (let i = 0; i < {calls}; i++) {body}; return r; }})()"
+    );
+    let started = Instant::now();
+    runtime.execute_script("floor", script).unwrap();
+    local
+        .block_on(runtime.run_event_loop(deno_core::PollEventLoopOptions::default()))
+        .unwrap();
+    started.elapsed()
+}
+
+/// One Code Mode run of `code` on a warm worker, against `noop` and `yield_once`.
+fn program(code: &str) -> Duration {
+    let mut registry = ToolRegistry::new();
+    for (name, yields) in [("noop", false), ("yield_once", true)] {
+        let tool = ToolDefinition::builder(name)
+            .description("answers null")
+            .parameters(json!({"type": "object"}))
+            .execute(move |_args, _exec| async move {
+                if yields {
+                    tokio::task::yield_now().await;
+                }
+                Ok(json!(null))
+            })
+            .parallel_safe()
+            .build()
+            .unwrap();
+        registry.register(tool).unwrap();
+    }
+    let limits = Limits {
+        in_flight_calls: 128,
+        tool_calls: u64::MAX,
+        ..Limits::default().with_deadline(Duration::from_secs(600))
+    };
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        limits: limits.clone(),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let code_mode = CodeMode::new(sandbox.clone(), limits);
+    code_mode.attach(Pipeline::builder(registry).pool_size(128).build());
+    while sandbox.warm_workers() < 1 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let outcome = host.block_on(code_mode.run(code, Default::default()));
+    let elapsed = started.elapsed();
+    assert!(outcome.is_ok(), "{}", outcome.to_json());
+    elapsed
+}
