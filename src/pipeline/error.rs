@@ -1,48 +1,13 @@
 //! The one error type callers see. `code()` is what a program sees as `err.code`; `details()` is
 //! exactly the `details` column of DESIGN.md section 3.
 
-use std::fmt;
-
 use serde_json::{Value, json};
 
 use crate::schema::ArgIssue;
 
-/// Stable machine codes (DESIGN.md section 3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    UnknownTool,
-    InvalidArgs,
-    Denied,
-    Timeout,
-    ToolError,
-    OutputInvalid,
-    Blocked,
-    Cancelled,
-    LimitExceeded,
-}
-
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
-            ErrorCode::InvalidArgs => "INVALID_ARGS",
-            ErrorCode::Denied => "DENIED",
-            ErrorCode::Timeout => "TIMEOUT",
-            ErrorCode::ToolError => "TOOL_ERROR",
-            ErrorCode::OutputInvalid => "OUTPUT_INVALID",
-            ErrorCode::Blocked => "BLOCKED",
-            ErrorCode::Cancelled => "CANCELLED",
-            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
-        }
-    }
-}
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Stable machine codes (DESIGN.md section 3). One definition serves the pipeline and the SDK:
+/// the TypeScript `ToolErrorCode` union is generated from this very type.
+pub use crate::sdk::runtime_types::ToolErrorCode as ErrorCode;
 
 /// Who denied a call (`details.by` of `DENIED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -86,6 +86,12 @@ impl ToolErrorCode {
     }
 }
 
+impl std::fmt::Display for ToolErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Level of a console entry: the `console` method that wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TypeDef)]
 #[serde(rename_all = "lowercase")]
