@@ -10,6 +10,8 @@
 //! Shapes:
 //! - `floor`: `await op(string)` of a raw deno_core async op on a bare `JsRuntime`;
 //! - `glue`: the floor plus `JSON.stringify` of the arguments and `then(JSON.parse)`;
+//! - `direct`: the same `noop` called through the pipeline from Rust, no sandbox (the pipeline's
+//!   own share of a binding call);
 //! - `binding`: `await tools.noop({})`, every call through the full pipeline;
 //! - `pending`: `await tools.yield_once({})`, a tool that is not ready on its first poll, so
 //!   each call takes deno_core's pending-op path and one event-loop turn;
@@ -43,6 +45,7 @@ fn main() {
             calls,
             "r = await then.call(op(JSON.stringify({})), JSON.parse)",
         ),
+        "direct" => direct(calls),
         "binding" => program(&format!(
             "for (let i = 0; i < {calls}; i++) await tools.noop({{}}); return 1;"
         )),
@@ -54,7 +57,7 @@ fn main() {
             calls / 100
         )),
         other => {
-            eprintln!("unknown shape `{other}`: floor, glue, binding, pending or parallel");
+            eprintln!("unknown shape `{other}`: floor, glue, direct, binding, pending or parallel");
             std::process::exit(2);
         }
     };
@@ -85,8 +88,27 @@ fn raw_op(calls: u64, body: &str) -> Duration {
     started.elapsed()
 }
 
-/// One Code Mode run of `code` on a warm worker, against `noop` and `yield_once`.
-fn program(code: &str) -> Duration {
+/// `calls` sequential pipeline calls of `noop` from Rust.
+fn direct(calls: u64) -> Duration {
+    let pipeline = Pipeline::builder(tools()).pool_size(128).build();
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    local.block_on(async {
+        for _ in 0..calls {
+            let outcome = pipeline
+                .call(codemode::CallRequest::new("noop", json!({})))
+                .await;
+            assert!(outcome.is_ok());
+        }
+    });
+    started.elapsed()
+}
+
+/// `noop` answers at once; `yield_once` yields to the runtime first.
+fn tools() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     for (name, yields) in [("noop", false), ("yield_once", true)] {
         let tool = ToolDefinition::builder(name)
@@ -103,6 +125,11 @@ fn program(code: &str) -> Duration {
             .unwrap();
         registry.register(tool).unwrap();
     }
+    registry
+}
+
+/// One Code Mode run of `code` on a warm worker, against `noop` and `yield_once`.
+fn program(code: &str) -> Duration {
     let limits = Limits {
         in_flight_calls: 128,
         tool_calls: u64::MAX,
@@ -115,7 +142,7 @@ fn program(code: &str) -> Duration {
     })
     .unwrap();
     let code_mode = CodeMode::new(sandbox.clone(), limits);
-    code_mode.attach(Pipeline::builder(registry).pool_size(128).build());
+    code_mode.attach(Pipeline::builder(tools()).pool_size(128).build());
     while sandbox.warm_workers() < 1 {
         std::thread::sleep(Duration::from_millis(1));
     }

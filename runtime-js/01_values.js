@@ -15,11 +15,13 @@
     NumberIsFinite,
     NumberPrototypeToString,
     NumberPrototypeValueOf,
+    ObjectGetPrototypeOf,
     ObjectKeys,
     ObjectPrototypeToString,
     ReflectApply,
     String,
     StringPrototypeValueOf,
+    TypeError,
     WeakMap,
     WeakMapPrototypeGet,
     WeakMapPrototypeSet,
@@ -29,6 +31,7 @@
   // Null-prototype records branded in a WeakMap: no user-patchable setter or
   // `instanceof` hook is involved in making or recognising one.
   const valueErrors = new WeakMap();
+  const TypeErrorPrototype = TypeError.prototype;
   const ValueError = (message, path, limit) => {
     const error = { __proto__: null, message, path, limit: limit === true };
     WeakMapPrototypeSet(valueErrors, error, true);
@@ -260,16 +263,30 @@
 
   // Tool arguments. The engine's own JSON.stringify writes the same text as `serialize` for
   // plain data at a fraction of the cost (for `{}` the careful walk cost more than the rest of
-  // the binding call). What it refuses (a BigInt, a cycle, a throwing getter or toJSON) goes
-  // through the careful walk, which maps BigInt and names the failing path; accessors on the
-  // way are then read a second time. A termination is uncatchable and passes through.
+  // the binding call). What it refuses takes the careful walk, which reads the value again:
+  // - a TypeError (a BigInt, a cycle): the walk maps BigInt and names a cycle's path;
+  // - anything else was thrown by the program's own getter, `toJSON` or proxy trap: that stays
+  //   an error even if the second reading succeeds (the walk only locates it).
+  // A termination is uncatchable and passes through.
   function serializeArgs(value) {
+    let refused;
     try {
       return JSONStringify(value);
-    } catch {
-      return serialize(value, 1 << 30);
+    } catch (e) {
+      refused = e;
     }
+    const text = serialize(value, 1 << 30);
+    if (isTypeError(refused)) return text;
+    throw ValueError("reading the arguments threw: " + safeMessage(refused), "$");
   }
+
+  const isTypeError = (e) => {
+    try {
+      return e !== null && typeof e === "object" && ObjectGetPrototypeOf(e) === TypeErrorPrototype;
+    } catch {
+      return false; // a proxy's trap threw
+    }
+  };
 
   internal.isValueError = isValueError;
   internal.serialize = serialize;

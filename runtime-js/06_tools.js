@@ -41,31 +41,50 @@
     }
   }
 
+  // The program sees `ToolError` as a global: frozen, so `super()` in its constructor (run while
+  // deno_core converts a failed call) can never be redirected to program code.
+  ObjectFreeze(ToolError);
+
+  // The stack is read when the error ends the run, not when it is made: by then deno_core has
+  // captured it at the call site (and a throwing `stack` getter is harmless there).
   internal.toolErrorInfo = (thrown) => {
     if (thrown === null || typeof thrown !== "object") return undefined;
-    return WeakMapPrototypeGet(toolErrors, thrown);
-  };
-
-  // The op resolves with the tool's value itself. A failure rejects with the error deno_core
-  // builds for the class registered below: a ToolError made from the failure record, which
-  // arrives as the message (`{code, message, tool, details}` as JSON).
-  function HostToolError(recordJson) {
-    const record = JSONParse(recordJson);
-    const error = new ToolError(record.message, record.code, record.tool, record.details);
+    const record = WeakMapPrototypeGet(toolErrors, thrown);
+    if (record === undefined) return undefined;
     let stack = "";
     try {
-      stack = error.stack;
+      stack = thrown.stack;
     } catch {
       // keep the empty stack
     }
-    WeakMapPrototypeSet(toolErrors, error, {
+    return {
       __proto__: null,
-      name: "ToolError",
+      name: record.name,
       message: record.message,
       stack: typeof stack === "string" ? stack : "",
       code: record.code,
       tool: record.tool,
-      detailsJson: JSONStringify(record.details),
+      detailsJson: record.detailsJson,
+    };
+  };
+
+  // The op resolves with the tool's value itself. A failure rejects with the error deno_core
+  // builds for the class registered below: a ToolError made from the failure record, which
+  // arrives as the message (`{code, message, tool, detailsJson}` as JSON). This runs inside
+  // deno_core's error conversion, so it reaches nothing the program can hook: native parses of
+  // host-written text, a frozen class, captured intrinsics; no stringify (no `toJSON`), no
+  // `stack` read (no `prepareStackTrace`).
+  function HostToolError(recordJson) {
+    const record = JSONParse(recordJson);
+    const details = JSONParse(record.detailsJson);
+    const error = new ToolError(record.message, record.code, record.tool, details);
+    WeakMapPrototypeSet(toolErrors, error, {
+      __proto__: null,
+      name: "ToolError",
+      message: record.message,
+      code: record.code,
+      tool: record.tool,
+      detailsJson: record.detailsJson,
     });
     // `new HostToolError(json)` yields this object, not a HostToolError.
     return error;
@@ -120,9 +139,10 @@
       },
     });
 
-  // An own property whatever its name (no setter on the prototype chain is involved).
+  // An own property whatever its name (no setter on the prototype chain is involved). A later
+  // definition of the same name replaces the earlier one until the object is frozen.
   const define = (object, key, value) =>
-    ObjectDefineProperty(object, key, { __proto__: null, value, enumerable: true });
+    ObjectDefineProperty(object, key, { __proto__: null, value, enumerable: true, configurable: true });
 
   internal.makeTools = (paths) => {
     const root = ObjectCreate(unknownNames(""));

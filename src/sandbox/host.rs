@@ -32,7 +32,9 @@ pub struct ToolRequest {
     /// Run id and 1-based sequence number of this call within the run (caller provenance).
     pub run_id: String,
     pub seq: u64,
-    /// Cancelled when the run ends while the call is in flight.
+    /// Cancelled when the run ends while the call is in flight. It is the run's own token,
+    /// shared by all its calls: watch it, never cancel it (make a `child_token()` to stop one
+    /// call's work).
     pub cancel: CancellationToken,
     /// Pauses the run's deadline while the call awaits an approver.
     pub deadline: DeadlinePause,

@@ -75,7 +75,9 @@ const TOOL_ERROR_CLASS: &str = "CodemodeToolError";
 
 /// A failed call, as the op rejects with it.
 fn rejection(path: &str, failure: &ToolFailure) -> JsErrorBox {
-    let record = json!({"code": failure.code, "message": failure.message, "tool": path, "details": failure.details});
+    // `details` travels as JSON text, which the glue parses natively: it never stringifies a
+    // value there (a `toJSON` on `Object.prototype` would run program code mid-conversion).
+    let record = json!({"code": failure.code, "message": failure.message, "tool": path, "detailsJson": failure.details.to_string()});
     JsErrorBox::new(TOOL_ERROR_CLASS, record.to_string())
 }
 

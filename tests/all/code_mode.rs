@@ -272,6 +272,43 @@ async fn failures_reject_with_pipeline_error_codes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_errors_and_arguments_hold_against_hostile_programs() {
+    let h = harness(Limits::default());
+    // A failed call's ToolError is built while deno_core converts the error: hooks the program
+    // installs must not reach that step (or turn the failure into something else).
+    let source = r#"
+        Error.prepareStackTrace = () => { throw new Error("hooked"); };
+        Object.prototype.toJSON = function () { if ("issues" in this || "by" in this) throw 1; return this; };
+        let redirected = "no";
+        try { Object.setPrototypeOf(ToolError, function () { throw 0; }); redirected = "yes"; } catch {}
+        const seen = [redirected];
+        try { await tools.read({ id: "bad" }); } catch (e) { seen.push([e.name, e.code, e instanceof ToolError, e.details.issues[0].path]); }
+        try { await tools.guarded({ deny: true }); } catch (e) { seen.push([e.name, e.code, e.details.by]); }
+        delete Object.prototype.toJSON;
+        // A getter that throws once is an error, even though a second reading would succeed.
+        let first = true;
+        const flaky = { get id() { if (first) { first = false; throw new Error("first read"); } return 1; } };
+        try { await tools.read(flaky); } catch (e) { seen.push([e.code, e.details.issues[0].message]); }
+        return seen;
+    "#;
+    let outcome = run_code(&h, source).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([
+            "no",
+            ["ToolError", "INVALID_ARGS", true, "/id"],
+            ["ToolError", "DENIED", "approver"],
+            [
+                "INVALID_ARGS",
+                "reading the arguments threw: first read (at $)"
+            ]
+        ])),
+        "{}",
+        outcome.to_json()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_waits_do_not_count_against_the_deadline() {
     // The approver takes 500 ms; the run's deadline is 300 ms.
     let h = harness(Limits::default().with_deadline(Duration::from_millis(300)));
@@ -405,7 +442,19 @@ async fn run_status_reflects_program_failures() {
         stack.starts_with("ToolError: invalid arguments for `read`"),
         "{stack}"
     );
-    assert!(stack.ends_with("\n    at program:3:15"), "{stack}");
+    assert!(stack.contains("\n    at program:3:15"), "{stack}");
+    assert!(
+        stack
+            .lines()
+            .skip(1)
+            .all(|frame| frame.trim_start().starts_with("at ") && frame.contains("program:")),
+        "{stack}"
+    );
+    // A failure that arrives later (the approver refuses after a wait) points at its call too.
+    let refused = run_code(&h, "const a = 1;\n  await tools.guarded({ deny: true });").await;
+    let error = refused.error.unwrap();
+    assert_eq!(error.code.as_deref(), Some("DENIED"));
+    assert_eq!(error.line, Some(2), "{:?}", error.stack);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
