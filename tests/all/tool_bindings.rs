@@ -300,9 +300,14 @@ async fn time_awaiting_an_approver_does_not_count() {
 #[tokio::test]
 async fn a_call_after_the_run_ended_never_executes() {
     let host = host();
-    let source = "setTimeout(() => tools.echo({ late: true }), 0); return 'returned first';";
+    // A timer never fires once the run is over; a chain of microtasks does run after the run
+    // has finished (same checkpoint), so its call reaches the op and must be refused there.
+    let source = "setTimeout(() => tools.echo({ late: 'timer' }), 0);
+        (async () => { for (let i = 0; i < 20; i++) await null; tools.echo({ late: 'microtask' }).catch(() => {}); })();
+        return 'returned first';";
     let outcome = run_with(&host, source, Limits::default()).await;
     assert_eq!(outcome.value_json(), Some(json!("returned first")));
+    assert_eq!(outcome.stats.tool_calls, 0, "{}", outcome.to_json());
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         host.executed.lock().unwrap().is_empty(),
