@@ -2,7 +2,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: setup build demo test check-v8 lint bench
+.PHONY: setup build demo test check-v8 lint bench fuzz
 
 # Install what the offline QuickJS build needs (cmake, simde headers) and the test tools.
 setup:
@@ -30,3 +30,7 @@ lint:
 
 bench: setup
 	cargo bench
+
+# The property tests with many more cases than CI runs (tests/all/fuzz_props.rs).
+fuzz: setup
+	CODEMODE_FUZZ_CASES=2000 cargo test --release --test all fuzz_props

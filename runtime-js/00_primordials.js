@@ -20,6 +20,7 @@
     ObjectGetOwnPropertyDescriptor: Object.getOwnPropertyDescriptor,
     ObjectGetPrototypeOf: Object.getPrototypeOf,
     ObjectDefineProperty: Object.defineProperty,
+    ObjectSetPrototypeOf: Object.setPrototypeOf,
     ObjectFreeze: Object.freeze,
     ObjectCreate: Object.create,
     ObjectIs: Object.is,
@@ -30,6 +31,7 @@
       Object.prototype.propertyIsEnumerable,
     ),
     ArrayIsArray: Array.isArray,
+    ArrayPrototype: Array.prototype,
     ArrayPrototypePush: uncurryThis(Array.prototype.push),
     ArrayPrototypePop: uncurryThis(Array.prototype.pop),
     ArrayPrototypeJoin: uncurryThis(Array.prototype.join),
@@ -53,6 +55,7 @@
     StringPrototypeTrim: uncurryThis(String.prototype.trim),
     StringFromCharCode: String.fromCharCode,
     StringPrototypeValueOf: uncurryThis(String.prototype.valueOf),
+    StringPrototypeToWellFormed: uncurryThis(String.prototype.toWellFormed),
     NumberIsFinite: Number.isFinite,
     NumberIsInteger: Number.isInteger,
     NumberParseInt: Number.parseInt,
@@ -76,6 +79,14 @@
     MapPrototypeForEach: uncurryThis(Map.prototype.forEach),
     SetPrototypeGetSize: getter(Set.prototype, "size"),
     SetPrototypeForEach: uncurryThis(Set.prototype.forEach),
+    Set,
+    SetPrototypeAdd: uncurryThis(Set.prototype.add),
+    Date,
+    RegExp,
+    RegExpPrototypeGetSource: getter(RegExp.prototype, "source"),
+    RegExpPrototypeGetFlags: getter(RegExp.prototype, "flags"),
+    ArrayBufferIsView: ArrayBuffer.isView,
+    ArrayBufferPrototypeSlice: uncurryThis(ArrayBuffer.prototype.slice),
     ArrayBufferPrototypeGetByteLength: getter(ArrayBuffer.prototype, "byteLength"),
     TypedArrayPrototypeGetLength: getter(
       Object.getPrototypeOf(Uint8Array.prototype),
@@ -92,6 +103,7 @@
     Promise,
     PromisePrototypeThen: uncurryThis(Promise.prototype.then),
     PromiseResolve: Promise.resolve.bind(Promise),
+    PromiseReject: Promise.reject.bind(Promise),
     PromiseWithResolvers: () => {
       let resolve;
       let reject;
@@ -117,6 +129,14 @@
     WeakMapPrototypeSet: uncurryThis(WeakMap.prototype.set),
     Proxy,
   };
+
+  // Containers the glue fills while a program runs. `[]` and `{}` inherit from Array.prototype
+  // and Object.prototype, which the program may patch: writing a new index or key ([[Set]], which
+  // ArrayPrototypePush/Splice/Sort do as well) would reach an inherited setter. A null-prototype
+  // array is still an array (own `length`, `ArrayIsArray`, the captured methods) but inherits
+  // nothing; records are `{ __proto__: null }`, property descriptors too.
+  const setPrototypeOf = Object.setPrototypeOf;
+  p.NullArray = () => setPrototypeOf([], null);
 
   // The only ops the glue may call. Each is captured here and nowhere exposed;
   // 99_bootstrap.js removes `Deno` so user code reaches none of them.

@@ -1,25 +1,41 @@
 // The value mapping of DESIGN.md §5, used for tool arguments and the return
 // value: `JSON.stringify` semantics with captured intrinsics and guarded reads,
-// except BigInt -> decimal string, NaN/±Infinity -> null, and a cycle -> an
-// error naming its path. Every read of a user object can throw (getters,
-// proxies); any throw becomes a `ValueError` for that value, never a crash.
+// except BigInt -> decimal string, NaN/±Infinity -> null, and a cycle or a
+// value nested deeper than `MAX_NESTING` levels -> an error naming its path.
+// Every read of a user object can throw (getters, proxies); any throw becomes a
+// `ValueError` for that value, never a crash. Also the caps on error text
+// (`capText`, `capStack`) that every report leaving the isolate goes through.
 "use strict";
 ((internal) => {
   const {
     ArrayIsArray,
+    ArrayPrototype,
     ArrayPrototypeJoin,
     BigIntPrototypeToString,
     BigIntPrototypeValueOf,
     BooleanPrototypeValueOf,
     JSONStringify,
+    MathMax,
+    MathMin,
+    NullArray,
     NumberIsFinite,
     NumberPrototypeToString,
     NumberPrototypeValueOf,
+    ObjectGetOwnPropertyDescriptor,
+    ObjectGetOwnPropertyNames,
     ObjectGetPrototypeOf,
     ObjectKeys,
+    ObjectPrototype,
+    ObjectPrototypeHasOwnProperty,
     ObjectPrototypeToString,
     ReflectApply,
     String,
+    StringPrototypeCharCodeAt,
+    StringPrototypeIncludes,
+    StringPrototypeIndexOf,
+    StringPrototypeLastIndexOf,
+    StringPrototypeSlice,
+    StringPrototypeToWellFormed,
     StringPrototypeValueOf,
     TypeError,
     WeakMap,
@@ -40,6 +56,71 @@
   const isValueError = (e) =>
     e !== null && typeof e === "object" && WeakMapPrototypeGet(valueErrors, e) === true;
 
+  // The deepest nesting of arrays and objects a value may have (the top-level value is level 1).
+  // The host reads values with serde_json, whose recursion limit is 128; the outcome embeds the
+  // value a few levels down (MCP results, session logs), so the limit leaves room for that.
+  const MAX_NESTING = 100;
+
+  // --- Error text caps ------------------------------------------------------
+  // Every name, message and stack that leaves the isolate is cut to ERROR_TEXT_CAP UTF-16 units,
+  // with a marker naming the original length. Only slices of the original are made: a huge
+  // string is never copied whole.
+  const ERROR_TEXT_CAP = 65536;
+  const isHighSurrogate = (c) => c >= 0xd800 && c <= 0xdbff;
+  const isLowSurrogate = (c) => c >= 0xdc00 && c <= 0xdfff;
+  // The first `n` units of `text`, one fewer where the cut would split a surrogate pair.
+  const headOf = (text, n) =>
+    StringPrototypeSlice(text, 0, n > 0 && isHighSurrogate(StringPrototypeCharCodeAt(text, n - 1)) ? n - 1 : n);
+  // The last `n` units of `text`, one fewer where the cut would split a surrogate pair.
+  const tailOf = (text, n) => {
+    const start = text.length - n;
+    return StringPrototypeSlice(text, isLowSurrogate(StringPrototypeCharCodeAt(text, start)) ? start + 1 : start);
+  };
+
+  // `prefix + text`, cut to the cap with `… [WHAT truncated: N chars in all]` appended. The
+  // prefix is a short constant of the glue: it is never cut.
+  function capText(prefix, text, what) {
+    const total = prefix.length + text.length;
+    if (total <= ERROR_TEXT_CAP) return prefix + text;
+    const keep = ERROR_TEXT_CAP - prefix.length;
+    return prefix + headOf(text, keep > 0 ? keep : 0) + "… [" + what + " truncated: " + total + " chars in all]";
+  }
+
+  // A stack cut to the cap. Both ends are kept: the engine's stack starts with the message (which
+  // may be the long part) and its frames, which locate the error, follow it.
+  function capStack(text) {
+    if (text.length <= ERROR_TEXT_CAP) return text;
+    let first = headOf(text, ERROR_TEXT_CAP / 2);
+    // Never end on a cut frame line: a cut `program:LINE:COL` would be read as another position.
+    const newline = StringPrototypeLastIndexOf(first, "\n");
+    if (newline > 0 && first.length - newline < 1024) first = StringPrototypeSlice(first, 0, newline);
+    return first + "\n… [stack truncated: " + text.length + " chars in all] …\n" + tailOf(text, ERROR_TEXT_CAP / 2);
+  }
+
+  // A string as JSON text the host can read. `JSON.stringify` writes a lone surrogate as a
+  // `\udXXX` escape, which the host's JSON reader (serde_json) refuses, so the whole outcome
+  // would be lost: such a string is written well-formed instead (U+FFFD in place of the lone
+  // surrogate). Only a string whose text holds `\ud` is looked at twice.
+  const quoteJson = (s) => {
+    const text = JSONStringify(s);
+    return StringPrototypeIncludes(text, "\\ud") ? JSONStringify(StringPrototypeToWellFormed(s)) : text;
+  };
+
+  // A path for a message: a very long one (deep nesting) keeps both ends, cut between members.
+  const PATH_CAP = 200;
+  const shortPath = (path) => {
+    if (path.length <= PATH_CAP) return path;
+    let head = headOf(path, PATH_CAP / 2);
+    const end = MathMax(StringPrototypeLastIndexOf(head, "["), StringPrototypeLastIndexOf(head, "."));
+    if (end > 0) head = StringPrototypeSlice(head, 0, end);
+    let tail = tailOf(path, PATH_CAP / 2);
+    const bracket = StringPrototypeIndexOf(tail, "[");
+    const dot = StringPrototypeIndexOf(tail, ".");
+    const start = bracket === -1 ? dot : dot === -1 ? bracket : MathMin(bracket, dot);
+    if (start > 0) tail = StringPrototypeSlice(tail, start);
+    return head + "…" + tail;
+  };
+
   const isIdentifier = (key) => {
     if (key.length === 0) return false;
     for (let i = 0; i < key.length; i++) {
@@ -50,19 +131,19 @@
     }
     return true;
   };
-  const childPath = (path, key) =>
-    typeof key === "number"
-      ? path + "[" + key + "]"
-      : isIdentifier(key)
-      ? path + "." + key
-      : path + "[" + JSONStringify(key) + "]";
+  const MAX_KEY_IN_PATH = 100;
+  const childPath = (path, key) => {
+    if (typeof key === "number") return path + "[" + key + "]";
+    if (key.length > MAX_KEY_IN_PATH) return path + "[" + JSONStringify(headOf(key, MAX_KEY_IN_PATH) + "…") + "]";
+    return isIdentifier(key) ? path + "." + key : path + "[" + JSONStringify(key) + "]";
+  };
 
   // Path of the value reached through `keys[0..depth)` (`$`, `$.a[2]`). Built only for an
   // error message: making a path for every member costs more than the rest of the walk.
   const pathOf = (keys, depth) => {
     let path = "$";
     for (let i = 0; i < depth; i++) path = childPath(path, keys[i]);
-    return path;
+    return shortPath(path);
   };
 
   // Serialize `value` to JSON text; returns `undefined` when the top-level value
@@ -71,8 +152,8 @@
   // The walk's state lives in the variables below, not in closures or records
   // made per call (in this engine, that allocation cost more than the walk for
   // small values). `stack[d]` is the object being written at depth `d` and
-  // `keys[d]` the key of its member being written; both are null-prototype
-  // records, so nothing inherited that user code could patch is involved.
+  // `keys[d]` the key of its member being written; they, and the `parts` array,
+  // have a null prototype, so no write reaches anything the program could patch.
   // Re-entrant: a getter or toJSON may call a tool, which serializes again; the
   // inner call saves the outer state and restores it when it ends.
   let parts = null;
@@ -84,7 +165,9 @@
 
   function serialize(value, maxBytes) {
     const outerParts = parts, outerSize = size, outerLimit = limit, outerStack = stack, outerKeys = keys;
-    const own = idle !== null ? idle : { parts: [], stack: { __proto__: null }, keys: { __proto__: null } };
+    const own = idle !== null
+      ? idle
+      : { __proto__: null, parts: NullArray(), stack: { __proto__: null }, keys: { __proto__: null } };
     idle = null;
     parts = own.parts;
     size = 0;
@@ -154,7 +237,7 @@
     }
     switch (typeof value) {
       case "string":
-        emit(JSONStringify(value), depth);
+        emit(quoteJson(value), depth);
         return true;
       case "number":
         emit(NumberIsFinite(value) ? NumberPrototypeToString(value) : "null", depth);
@@ -191,6 +274,9 @@
         if (isValueError(e)) throw e;
         // A forged toStringTag: treat it as a plain object below.
       }
+    }
+    if (depth >= MAX_NESTING) {
+      throw ValueError("value is nested deeper than " + MAX_NESTING + " levels", pathOf(keys, depth));
     }
     for (let i = 0; i < depth; i++) {
       if (stack[i] === value) {
@@ -231,7 +317,7 @@
         const mark = parts.length;
         const sizeMark = size;
         if (!first) emit(",", child);
-        emit(JSONStringify(k) + ":", child);
+        emit(quoteJson(k) + ":", child);
         if (write(value, k, v, child)) {
           first = false;
         } else {
@@ -248,14 +334,15 @@
   }
 
   // A message from any thrown value, without running user code that can throw again.
+  // Capped like every error text, so messages built from it stay small.
   function safeMessage(e) {
     try {
       if (e !== null && typeof e === "object") {
         const m = e.message;
-        if (typeof m === "string") return m;
+        if (typeof m === "string") return capText("", m, "message");
       }
-      if (typeof e === "string") return e;
-      return internal.inspect ? internal.inspect(e) : String(e);
+      if (typeof e === "string") return capText("", e, "message");
+      return capText("", internal.inspect ? internal.inspect(e) : String(e), "message");
     } catch {
       return "<unprintable value>";
     }
@@ -266,7 +353,11 @@
   // the binding call). What it refuses takes the careful walk, which reads the value again:
   // - a TypeError (a BigInt, a cycle): the walk maps BigInt and names a cycle's path;
   // - anything else was thrown by the program's own getter, `toJSON` or proxy trap: that stays
-  //   an error even if the second reading succeeds (the walk only locates it).
+  //   an error even if the second reading succeeds (the walk only locates it);
+  // - unless the program put an accessor at an index of Array.prototype or Object.prototype (or
+  //   a proxy behind Array.prototype): the engine's JSON.stringify keeps its bookkeeping in an
+  //   ordinary array, so that accessor ran inside it and the throw says nothing about the
+  //   arguments. The walk, which inherits nothing, decides alone.
   // A termination is uncatchable and passes through.
   function serializeArgs(value) {
     let refused;
@@ -276,8 +367,30 @@
       refused = e;
     }
     const text = serialize(value, 1 << 30);
-    if (isTypeError(refused)) return text;
+    if (isTypeError(refused) || prototypesIntercept()) return text;
     throw ValueError("reading the arguments threw: " + safeMessage(refused), "$");
+  }
+
+  // Looked at only after the engine's JSON.stringify refused.
+  function prototypesIntercept() {
+    try {
+      return ObjectGetPrototypeOf(ArrayPrototype) !== ObjectPrototype ||
+        hasIndexAccessor(ArrayPrototype) || hasIndexAccessor(ObjectPrototype);
+    } catch {
+      return true;
+    }
+  }
+  function hasIndexAccessor(object) {
+    const names = ObjectGetOwnPropertyNames(object);
+    for (let i = 0; i < names.length; i++) {
+      const c = StringPrototypeCharCodeAt(names[i], 0);
+      // An accessor descriptor has an own `get` (a data descriptor inherits whatever
+      // Object.prototype holds).
+      if (c >= 48 && c <= 57 && ObjectPrototypeHasOwnProperty(ObjectGetOwnPropertyDescriptor(object, names[i]), "get")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   const isTypeError = (e) => {
@@ -288,6 +401,11 @@
     }
   };
 
+  internal.MAX_NESTING = MAX_NESTING;
+  internal.ERROR_TEXT_CAP = ERROR_TEXT_CAP;
+  internal.capText = capText;
+  internal.capStack = capStack;
+  internal.quoteJson = quoteJson;
   internal.isValueError = isValueError;
   internal.serialize = serialize;
   internal.serializeArgs = serializeArgs;

@@ -2,7 +2,8 @@
 // `util.inspect` in compact, single-line form (`{ a: 1, b: [ 1, 2 ] }`,
 // `<ref *1> { self: [Circular *1] }`, `[Getter]`). Accessors are never invoked
 // and every other read is guarded, so a hostile object prints as something
-// instead of breaking the program's console.
+// instead of breaking the program's console. The lists filled here have a null
+// prototype: a setter the program put on Array.prototype is never reached.
 "use strict";
 ((internal) => {
   const {
@@ -19,12 +20,14 @@
     JSONStringify,
     MapPrototypeForEach,
     MapPrototypeGetSize,
+    NullArray,
     NumberIsFinite,
     NumberPrototypeToString,
     ObjectGetOwnPropertyDescriptor,
     ObjectGetPrototypeOf,
     ObjectIs,
     ObjectKeys,
+    ObjectPrototypeHasOwnProperty,
     ObjectPrototypeToString,
     RegExpPrototypeToString,
     SetPrototypeForEach,
@@ -76,15 +79,20 @@
     }
   };
 
+  // Descriptors the engine returns are ordinary objects: a field they lack (`value` of an
+  // accessor, `get` of a data property) would be read from Object.prototype, which the program
+  // may have patched. Only own fields are read, after this test.
+  const isData = (desc) => ObjectPrototypeHasOwnProperty(desc, "value");
+
   // The constructor name from the prototype chain, read without invoking getters.
   const constructorName = (value) => {
     try {
       let proto = ObjectGetPrototypeOf(value);
       while (proto !== null) {
         const desc = ObjectGetOwnPropertyDescriptor(proto, "constructor");
-        if (desc !== undefined && typeof desc.value === "function") {
+        if (desc !== undefined && isData(desc) && typeof desc.value === "function") {
           const nameDesc = ObjectGetOwnPropertyDescriptor(desc.value, "name");
-          if (nameDesc !== undefined && typeof nameDesc.value === "string") return nameDesc.value;
+          if (nameDesc !== undefined && isData(nameDesc) && typeof nameDesc.value === "string") return nameDesc.value;
         }
         proto = ObjectGetPrototypeOf(proto);
       }
@@ -116,7 +124,7 @@
     let name = "";
     try {
       const desc = ObjectGetOwnPropertyDescriptor(fn, "name");
-      if (desc !== undefined && typeof desc.value === "string") name = desc.value;
+      if (desc !== undefined && isData(desc) && typeof desc.value === "string") name = desc.value;
     } catch {
       // a proxy over a function: keep the anonymous form
     }
@@ -146,8 +154,12 @@
   }
 
   function inspect(value, nested) {
-    const seen = [];
-    const circular = [];
+    const primitive = formatPrimitive(value, nested === true);
+    if (primitive !== null) return primitive;
+    if (value === null) return "null";
+    if (typeof value === "function") return formatFunction(value);
+    const seen = NullArray();
+    const circular = NullArray();
     const out = format(value, 0, nested === true, seen, circular);
     return circular.length > 0 ? "<ref *1> " + out : out;
   }
@@ -201,7 +213,7 @@
     }
 
     ArrayPrototypePush(seen, value);
-    const items = [];
+    const items = NullArray();
     let prefix = "";
     try {
       if (isArray) {
@@ -284,7 +296,7 @@
       text = isIndex ? "<empty item>" : "undefined";
       return isIndex ? text : formatKey(key) + ": " + text;
     }
-    if (desc.get !== undefined || desc.set !== undefined) {
+    if (!isData(desc)) {
       text = desc.get !== undefined ? (desc.set !== undefined ? "[Getter/Setter]" : "[Getter]") : "[Setter]";
     } else {
       text = format(desc.value, depth + 1, true, seen, circular);

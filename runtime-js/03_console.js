@@ -1,13 +1,15 @@
 // `console`: each call is formatted here (see 02_inspect.js) and handed to the
 // host as one entry through `op_codemode_console`; the host keeps entries up to
 // the console byte cap. Nothing is buffered in JS, so output written before a
-// timeout or an out-of-memory stop is not lost.
+// timeout or an out-of-memory stop is not lost. Lists filled here have a null
+// prototype (see `NullArray` in 00_primordials.js).
 "use strict";
 ((internal) => {
   const {
     ArrayIsArray,
     ArrayPrototypeJoin,
     ArrayPrototypePush,
+    NullArray,
     NumberParseInt,
     ObjectFreeze,
     ObjectKeys,
@@ -24,7 +26,7 @@
 
   // printf-style directives in a leading string, as in Node: %s %d %i %f %j %o %O %c %%.
   function formatArgs(args) {
-    const parts = [];
+    let out = "";
     let start = 0;
     if (args.length > 0 && typeof args[0] === "string") {
       const fmt = args[0];
@@ -53,11 +55,14 @@
         last = i + 2;
         i++;
       }
-      ArrayPrototypePush(parts, text + StringPrototypeSlice(fmt, last));
+      out = text + StringPrototypeSlice(fmt, last);
       start = used;
     }
-    for (let i = start; i < args.length; i++) ArrayPrototypePush(parts, inspect(args[i]));
-    return ArrayPrototypeJoin(parts, " ");
+    for (let i = start; i < args.length; i++) {
+      const part = inspect(args[i]);
+      out = i === 0 ? part : out + " " + part;
+    }
+    return out;
   }
 
   const emit = (level, text) => op_codemode_console(LEVEL[level], text);
@@ -65,7 +70,7 @@
   function table(data, columns) {
     if (data === null || typeof data !== "object") return emit("log", formatArgs([data]));
     const rowKeys = ObjectKeys(data);
-    const header = [];
+    const header = NullArray();
     let hasValues = false;
     for (let r = 0; r < rowKeys.length; r++) {
       const row = data[rowKeys[r]];
@@ -79,13 +84,15 @@
       } else hasValues = true;
     }
     const cols = ArrayIsArray(columns) ? columns : header;
-    const headings = ["(index)"];
+    const headings = NullArray();
+    ArrayPrototypePush(headings, "(index)");
     for (let c = 0; c < cols.length; c++) ArrayPrototypePush(headings, String(cols[c]));
     if (hasValues) ArrayPrototypePush(headings, "Values");
-    const rows = [];
+    const rows = NullArray();
     for (let r = 0; r < rowKeys.length; r++) {
       const row = data[rowKeys[r]];
-      const cells = [rowKeys[r]];
+      const cells = NullArray();
+      ArrayPrototypePush(cells, rowKeys[r]);
       const isObject = row !== null && typeof row === "object";
       for (let c = 0; c < cols.length; c++) {
         const has = isObject && cols[c] in row;
@@ -94,23 +101,26 @@
       if (hasValues) ArrayPrototypePush(cells, isObject ? "" : inspect(row, true));
       ArrayPrototypePush(rows, cells);
     }
-    const widths = [];
+    const widths = NullArray();
     for (let c = 0; c < headings.length; c++) {
       let w = headings[c].length;
       for (let r = 0; r < rows.length; r++) w = MathMax(w, rows[r][c].length);
       ArrayPrototypePush(widths, w + 2);
     }
     const line = (l, m, r) => {
-      const segs = [];
+      const segs = NullArray();
       for (let c = 0; c < widths.length; c++) ArrayPrototypePush(segs, StringPrototypePadEnd("", widths[c], "─"));
       return l + ArrayPrototypeJoin(segs, m) + r;
     };
     const render = (cells) => {
-      const segs = [];
+      const segs = NullArray();
       for (let c = 0; c < widths.length; c++) ArrayPrototypePush(segs, StringPrototypePadEnd(" " + cells[c], widths[c], " "));
       return "│" + ArrayPrototypeJoin(segs, "│") + "│";
     };
-    const out = [line("┌", "┬", "┐"), render(headings), line("├", "┼", "┤")];
+    const out = NullArray();
+    ArrayPrototypePush(out, line("┌", "┬", "┐"));
+    ArrayPrototypePush(out, render(headings));
+    ArrayPrototypePush(out, line("├", "┼", "┤"));
     for (let r = 0; r < rows.length; r++) ArrayPrototypePush(out, render(rows[r]));
     ArrayPrototypePush(out, line("└", "┴", "┘"));
     emit("log", ArrayPrototypeJoin(out, "\n"));

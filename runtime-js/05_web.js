@@ -1,24 +1,41 @@
 // The small web-platform surface of DESIGN.md §5: TextEncoder/TextDecoder
 // (UTF-8), atob/btoa, structuredClone, URL/URLSearchParams. URL parsing is the
 // WHATWG parser of Rust's `url` crate behind one op; the rest is plain JS.
+// Nothing here writes through the program's prototypes: internal lists have a
+// null prototype, objects handed to the program are filled while they have
+// none (or by definition), and descriptors are null-prototype records.
 "use strict";
 ((internal) => {
   const p = internal.primordials;
   const {
+    ArrayBufferIsView,
+    ArrayBufferPrototypeSlice,
     ArrayIsArray,
+    ArrayPrototype,
     ArrayPrototypePush,
     ArrayPrototypeJoin,
     ArrayPrototypeSplice,
+    Date,
+    DatePrototypeGetTime,
     JSONParse,
     Map,
     MapPrototypeGet,
     MapPrototypeSet,
     MapPrototypeForEach,
+    NullArray,
+    Set,
+    SetPrototypeAdd,
     SetPrototypeForEach,
+    ObjectDefineProperty,
     ObjectKeys,
+    ObjectPrototype,
     ObjectPrototypeToString,
     ObjectGetPrototypeOf,
+    ObjectSetPrototypeOf,
     ErrorPrototype,
+    RegExp,
+    RegExpPrototypeGetFlags,
+    RegExpPrototypeGetSource,
     String,
     StringFromCharCode,
     StringPrototypeCharCodeAt,
@@ -111,13 +128,16 @@
   class DOMException extends p.Error {
     constructor(message = "", name = "Error") {
       super(message);
-      p.ObjectDefineProperty(this, "name", { value: name, configurable: true, writable: true });
+      ObjectDefineProperty(this, "name", { __proto__: null, value: name, configurable: true, writable: true });
     }
   }
   internal.DOMException = DOMException;
 
   // structuredClone for the data types a program handles: primitives, plain
   // objects, arrays, Date, RegExp, Map, Set, ArrayBuffer, typed arrays, errors.
+  // Arrays and objects are filled while they have a null prototype (so a key
+  // like `__proto__` or an index with a setter on Array.prototype stays an own
+  // property, as the spec's CreateDataProperty makes it) and get theirs after.
   function structuredClone(value) {
     const memory = new Map();
     const clone = (v) => {
@@ -129,36 +149,41 @@
       if (known !== undefined) return known;
       const tag = ObjectPrototypeToString(v);
       let out;
-      if (tag === "[object Date]") out = new globalThis.Date(p.DatePrototypeGetTime(v));
-      else if (tag === "[object RegExp]") out = new globalThis.RegExp(v.source, v.flags);
+      if (tag === "[object Date]") out = new Date(DatePrototypeGetTime(v));
+      else if (tag === "[object RegExp]") out = new RegExp(RegExpPrototypeGetSource(v), RegExpPrototypeGetFlags(v));
       else if (tag === "[object Map]") {
-        out = new globalThis.Map();
+        out = new Map();
         MapPrototypeSet(memory, v, out);
         MapPrototypeForEach(v, (val, key) => MapPrototypeSet(out, clone(key), clone(val)));
         return out;
       } else if (tag === "[object Set]") {
-        out = new globalThis.Set();
+        out = new Set();
         MapPrototypeSet(memory, v, out);
-        SetPrototypeForEach(v, (val) => p.uncurryThis(globalThis.Set.prototype.add)(out, clone(val)));
+        SetPrototypeForEach(v, (val) => SetPrototypeAdd(out, clone(val)));
         return out;
-      } else if (tag === "[object ArrayBuffer]") out = p.uncurryThis(globalThis.ArrayBuffer.prototype.slice)(v, 0);
+      } else if (tag === "[object ArrayBuffer]") out = ArrayBufferPrototypeSlice(v, 0);
       else if (ArrayBufferIsView(v)) {
         const Ctor = v.constructor;
         out = new Ctor(clone(v.buffer), v.byteOffset, v.length);
       } else if (isError(v)) {
         out = new p.Error(v.message);
-        p.ObjectDefineProperty(out, "name", { value: v.name, configurable: true, writable: true });
-        if (typeof v.stack === "string") p.ObjectDefineProperty(out, "stack", { value: v.stack, configurable: true, writable: true });
+        ObjectDefineProperty(out, "name", { __proto__: null, value: v.name, configurable: true, writable: true });
+        const stack = v.stack;
+        if (typeof stack === "string") {
+          ObjectDefineProperty(out, "stack", { __proto__: null, value: stack, configurable: true, writable: true });
+        }
       } else if (ArrayIsArray(v)) {
-        out = [];
+        out = NullArray();
         MapPrototypeSet(memory, v, out);
         for (let i = 0; i < v.length; i++) out[i] = clone(v[i]);
+        ObjectSetPrototypeOf(out, ArrayPrototype);
         return out;
       } else {
-        out = {};
+        out = { __proto__: null };
         MapPrototypeSet(memory, v, out);
         const keys = ObjectKeys(v);
         for (let i = 0; i < keys.length; i++) out[keys[i]] = clone(v[keys[i]]);
+        ObjectSetPrototypeOf(out, ObjectPrototype);
         return out;
       }
       MapPrototypeSet(memory, v, out);
@@ -166,7 +191,6 @@
     };
     return clone(value);
   }
-  const ArrayBufferIsView = globalThis.ArrayBuffer.isView;
   const isError = (v) => {
     let proto = ObjectGetPrototypeOf(v);
     while (proto !== null) {
@@ -183,8 +207,16 @@
     return JSONParse(json);
   };
 
+  // Glue-only access to the private state of the two classes (set by their static blocks), so
+  // neither calls the other through a method the program could replace.
+  let attachParams;
+  let resetParams;
+  let setSearchFromParams;
+
+  // `#list` holds `[name, value]` pairs; it has a null prototype (pushes, splices and sorts never
+  // reach Array.prototype).
   class URLSearchParams {
-    #list = [];
+    #list = NullArray();
     #url = null;
     constructor(init = "") {
       if (typeof init === "object" && init !== null) {
@@ -202,12 +234,14 @@
         this.#parse(String(init));
       }
     }
-    static _attach(params, url) {
-      params.#url = url;
-    }
-    _reset(query) {
-      this.#list = [];
-      this.#parse(query);
+    static {
+      attachParams = (params, url) => {
+        params.#url = url;
+      };
+      resetParams = (params, query) => {
+        params.#list = NullArray();
+        params.#parse(query);
+      };
     }
     #parse(query) {
       if (query[0] === "?") query = StringPrototypeSlice(query, 1);
@@ -222,7 +256,7 @@
       }
     }
     #update() {
-      if (this.#url !== null) this.#url._setSearchFromParams(this.toString());
+      if (this.#url !== null) setSearchFromParams(this.#url, this.#serialize());
     }
     get size() {
       return this.#list.length;
@@ -247,9 +281,9 @@
     }
     getAll(name) {
       const n = String(name);
-      const out = [];
+      const out = NullArray();
       for (let i = 0; i < this.#list.length; i++) if (this.#list[i][0] === n) ArrayPrototypePush(out, this.#list[i][1]);
-      return out;
+      return ObjectSetPrototypeOf(out, ArrayPrototype);
     }
     has(name, value = undefined) {
       const n = String(name);
@@ -296,7 +330,10 @@
       return this.entries();
     }
     toString() {
-      const out = [];
+      return this.#serialize();
+    }
+    #serialize() {
+      const out = NullArray();
       for (let i = 0; i < this.#list.length; i++) {
         ArrayPrototypePush(out, formEncode(this.#list[i][0]) + "=" + formEncode(this.#list[i][1]));
       }
@@ -325,7 +362,7 @@
     constructor(url, base = undefined) {
       this.#parts = parseUrl(String(url), base);
       this.#params = new URLSearchParams(this.#parts.search);
-      URLSearchParams._attach(this.#params, this);
+      attachParams(this.#params, this);
     }
     static canParse(url, base = undefined) {
       try {
@@ -342,11 +379,13 @@
         return; // the WHATWG setters ignore values they cannot apply
       }
       this.#parts = JSONParse(json);
-      if (field !== "hash") this.#params._reset(this.#parts.search);
+      if (field !== "hash") resetParams(this.#params, this.#parts.search);
     }
-    _setSearchFromParams(query) {
-      const json = op_codemode_url_set(this.#parts.href, "search", query);
-      if (json !== "") this.#parts = JSONParse(json);
+    static {
+      setSearchFromParams = (url, query) => {
+        const json = op_codemode_url_set(url.#parts.href, "search", query);
+        if (json !== "") url.#parts = JSONParse(json);
+      };
     }
     get href() { return this.#parts.href; }
     set href(v) { this.#set("href", v); }

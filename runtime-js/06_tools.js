@@ -16,6 +16,8 @@
     ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
+    PromisePrototypeThen,
+    PromiseReject,
     Proxy,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
@@ -34,10 +36,12 @@
   class ToolError extends Error {
     constructor(message, code, tool, details) {
       super(message);
-      ObjectDefineProperty(this, "name", { value: "ToolError", writable: true, configurable: true });
-      ObjectDefineProperty(this, "code", { value: code, writable: true, configurable: true, enumerable: true });
-      ObjectDefineProperty(this, "tool", { value: tool, writable: true, configurable: true, enumerable: true });
-      ObjectDefineProperty(this, "details", { value: details, writable: true, configurable: true, enumerable: true });
+      // Null-prototype descriptors: a `get`, `set` or `enumerable` the program put on
+      // Object.prototype must not change what is defined (nor make the definition throw).
+      ObjectDefineProperty(this, "name", { __proto__: null, value: "ToolError", writable: true, configurable: true });
+      ObjectDefineProperty(this, "code", { __proto__: null, value: code, writable: true, configurable: true, enumerable: true });
+      ObjectDefineProperty(this, "tool", { __proto__: null, value: tool, writable: true, configurable: true, enumerable: true });
+      ObjectDefineProperty(this, "details", { __proto__: null, value: details, writable: true, configurable: true, enumerable: true });
     }
   }
 
@@ -76,20 +80,37 @@
   // `stack` read (no `prepareStackTrace`).
   function HostToolError(recordJson) {
     const record = JSONParse(recordJson);
-    const details = JSONParse(record.detailsJson);
-    const error = new ToolError(record.message, record.code, record.tool, details);
+    // `new HostToolError(json)` yields this object, not a HostToolError.
+    return makeToolError(record.message, record.code, record.tool, record.detailsJson);
+  }
+  internal.core.registerErrorClass(TOOL_ERROR_CLASS, HostToolError);
+
+  function makeToolError(message, code, tool, detailsJson) {
+    const error = new ToolError(message, code, tool, JSONParse(detailsJson));
     WeakMapPrototypeSet(toolErrors, error, {
       __proto__: null,
       name: "ToolError",
-      message: record.message,
-      code: record.code,
-      tool: record.tool,
-      detailsJson: record.detailsJson,
+      message,
+      code,
+      tool,
+      detailsJson,
     });
-    // `new HostToolError(json)` yields this object, not a HostToolError.
     return error;
   }
-  internal.core.registerErrorClass(TOOL_ERROR_CLASS, HostToolError);
+
+  // Closed by 98_run.js as the program's body returns or throws, before its value or error is
+  // read: a `toJSON`, getter or proxy trap run then cannot call a tool. Those calls (and any made
+  // later, from a timer) are refused here, before the op: the host never sees them.
+  const gate = { __proto__: null, closed: false };
+  internal.toolGate = gate;
+  const LATE_CALL_MESSAGE = "the program has already returned; tool calls made while its result is read are not executed";
+  const ignore = () => {};
+  function lateCall(path) {
+    const promise = PromiseReject(makeToolError(LATE_CALL_MESSAGE, "CANCELLED", path, "{}"));
+    // Handled here: the run's outcome is being decided, this rejection must not change it.
+    PromisePrototypeThen(promise, undefined, ignore);
+    return promise;
+  }
 
   const serializeArgs = internal.serializeArgs;
   const UNKNOWN = -1;
@@ -97,6 +118,7 @@
   // `index` is the tool's place in the catalog, or UNKNOWN with `path` sent instead. A known
   // tool's arguments that cannot be converted send the reason in place of the path.
   function call(index, path, args) {
+    if (gate.closed) return lateCall(path);
     let text = "";
     let detail = index === UNKNOWN ? path : "";
     try {
@@ -105,7 +127,9 @@
     } catch (e) {
       // An unknown tool is refused as such before its arguments are looked at.
       if (index !== UNKNOWN) {
-        detail = internal.isValueError(e) ? e.message + " (at " + e.path + ")" : internal.safeMessage(e);
+        detail = internal.isValueError(e)
+          ? internal.capText("", e.message + " (at " + e.path + ")", "message")
+          : internal.safeMessage(e);
       }
     }
     return op_codemode_tool_call(index, text, detail);
@@ -113,7 +137,7 @@
 
   const makeFunction = (index, path) => {
     const fn = (args) => call(index, path, args);
-    ObjectDefineProperty(fn, "name", { value: path });
+    ObjectDefineProperty(fn, "name", { __proto__: null, value: path });
     return ObjectFreeze(fn);
   };
 
@@ -123,6 +147,8 @@
 
   const unknownTool = (path) =>
     new Proxy(makeFunction(UNKNOWN, path), {
+      // Null prototype: no other trap can be inherited from a patched Object.prototype.
+      __proto__: null,
       get(target, key) {
         if (typeof key !== "string" || NOT_TOOLS[key] === true) return undefined;
         return makeFunction(UNKNOWN, path + "." + key);
@@ -133,6 +159,7 @@
   // properties, it answers with an unknown tool under `prefix`.
   const unknownNames = (prefix) =>
     new Proxy(ObjectFreeze({ __proto__: null }), {
+      __proto__: null,
       get(t, key) {
         if (typeof key !== "string" || NOT_TOOLS[key] === true) return undefined;
         return unknownTool(prefix + key);

@@ -2,7 +2,9 @@
 // and the single place where a run ends (`finish`). Every value that leaves
 // here for the host is plain data built by the glue (strings and numbers in a
 // null-prototype record), never a user object: a hostile thrown value or return
-// value cannot reach deno_core's error or value conversion.
+// value cannot reach deno_core's error or value conversion. Every text in the
+// report is capped (see `capText`/`capStack` in 01_values.js), and every way
+// into `finishWith` ends the run with a report, even when writing it fails.
 "use strict";
 ((internal) => {
   const {
@@ -19,6 +21,18 @@
   const inspect = internal.inspect;
   const serialize = internal.serialize;
   const isValueError = internal.isValueError;
+  const capText = internal.capText;
+  const capStack = internal.capStack;
+  const toolGate = internal.toolGate;
+  const CAP = internal.ERROR_TEXT_CAP;
+  const quoteJson = internal.quoteJson;
+
+  // Written when the report itself cannot be (it is built from capped text, so this is a last
+  // resort, e.g. the engine refusing an allocation).
+  const FALLBACK_REPORT = JSONStringify({
+    status: "error",
+    error: { name: "InternalError", message: "the run ended, but its report could not be written", stack: "" },
+  });
 
   let finished = false;
   // Set per run by the entry. Counted in UTF-16 units, a lower bound of the UTF-8 size, so this
@@ -36,10 +50,15 @@
 
   const stringOr = (value, fallback) => (typeof value === "string" ? value : fallback);
 
-  // A plain record describing any thrown value.
+  // A plain record describing any thrown value; its texts are capped (a huge string is only
+  // sliced, never copied whole).
   function describe(thrown) {
     const tool = internal.toolErrorInfo ? internal.toolErrorInfo(thrown) : undefined;
-    if (tool !== undefined) return tool;
+    if (tool !== undefined) {
+      tool.message = capText("", tool.message, "message");
+      tool.stack = capStack(tool.stack);
+      return tool;
+    }
     try {
       if (thrown !== null && typeof thrown === "object" && isError(thrown)) {
         const name = thrown.name;
@@ -47,26 +66,72 @@
         const stack = thrown.stack;
         return {
           __proto__: null,
-          name: stringOr(name, "Error"),
-          message: typeof message === "string" ? message : message === undefined ? "" : inspect(message, true),
-          stack: stringOr(stack, ""),
+          name: capText("", stringOr(name, "Error"), "name"),
+          message: capText(
+            "",
+            typeof message === "string" ? message : message === undefined ? "" : inspect(message, true),
+            "message",
+          ),
+          stack: capStack(stringOr(stack, "")),
         };
       }
     } catch {
       // A getter or proxy trap threw while we looked: describe it without reading further.
       return { __proto__: null, name: "Error", message: "Uncaught exception (its properties could not be read)", stack: "" };
     }
-    return { __proto__: null, name: "Error", message: "Uncaught " + inspect(thrown), stack: "" };
+    // A thrown string prints raw: it is cut before anything is added to it.
+    return {
+      __proto__: null,
+      name: "Error",
+      message: capText("Uncaught ", typeof thrown === "string" ? thrown : inspect(thrown), "message"),
+      stack: "",
+    };
   }
 
+  // The report as JSON text, written field by field: the engine's own `JSON.stringify` of an
+  // object keeps its bookkeeping in an ordinary array, which a setter the program put on
+  // Array.prototype would reach. Only strings are stringified here.
+  function reportJson(status, record) {
+    if (record === null) return '{"status":' + quoteJson(status) + ',"error":null}';
+    let text = '{"status":' + quoteJson(status) + ',"error":{"name":' + quoteJson(record.name) +
+      ',"message":' + quoteJson(record.message) + ',"stack":' + quoteJson(record.stack);
+    if (typeof record.code === "string") text += ',"code":' + quoteJson(record.code);
+    if (typeof record.tool === "string") text += ',"tool":' + quoteJson(record.tool);
+    if (typeof record.detailsJson === "string") text += ',"detailsJson":' + quoteJson(record.detailsJson);
+    return text + "}}";
+  }
+
+  // The one place a run ends. A caller's record may hold text of any length (a return-value
+  // error quotes the program's own messages): capped here too, with room for the markers the
+  // caps add, so text capped once is not cut again.
+  const RECORD_SLACK = 256;
   function finishWith(status, record, valueText) {
+    toolGate.closed = true;
     if (finished) return;
     finished = true;
-    const report = { __proto__: null, status, error: record };
-    op_codemode_finish(JSONStringify(report), valueText === undefined ? "" : valueText, valueText !== undefined);
+    let report;
+    try {
+      if (record !== null) {
+        if (record.name.length > CAP + RECORD_SLACK) record.name = capText("", record.name, "name");
+        if (record.message.length > CAP + RECORD_SLACK) record.message = capText("", record.message, "message");
+        if (record.stack.length > CAP + RECORD_SLACK) record.stack = capStack(record.stack);
+      }
+      report = reportJson(status, record);
+    } catch {
+      report = FALLBACK_REPORT;
+      valueText = undefined;
+    }
+    try {
+      op_codemode_finish(report, valueText === undefined ? "" : valueText, valueText !== undefined);
+    } catch {
+      // E.g. the value text could not be handed over: the run still ends, with the fixed report.
+      op_codemode_finish(FALLBACK_REPORT, "", false);
+    }
   }
 
   internal.fail = (thrown) => {
+    // Before the thrown value is looked at (its getters may call tools).
+    toolGate.closed = true;
     if (finished) return;
     let record;
     try {
@@ -83,6 +148,8 @@
   };
 
   function succeed(value) {
+    // Before the value is serialized (its `toJSON` or getters may call tools).
+    toolGate.closed = true;
     if (finished) return;
     let text;
     try {
@@ -105,6 +172,7 @@
     ReflectDeleteProperty(globalThis, "__codemodeEntry");
     returnLimit = returnBytes;
     ObjectDefineProperty(globalThis, "tools", {
+      __proto__: null,
       value: internal.makeTools(toolPaths),
       writable: false,
       configurable: false,

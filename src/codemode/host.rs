@@ -55,11 +55,18 @@ impl ToolHost for PipelineHost {
         async move {
             let outcome = call.await;
             match (outcome.value, outcome.error) {
-                (_, Some(error)) => ToolResponse::Err(ToolFailure::new(
-                    error.code().as_str(),
-                    error.message.clone(),
-                    error.details(),
-                )),
+                (_, Some(error)) => {
+                    let failure = ToolFailure::new(
+                        error.code().as_str(),
+                        error.message.clone(),
+                        error.details(),
+                    );
+                    ToolResponse::Err(if outcome.executed {
+                        failure
+                    } else {
+                        failure.not_executed()
+                    })
+                }
                 (Some(value), None) => ToolResponse::Ok {
                     // The outcome is the last owner unless an observer kept the value.
                     value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),

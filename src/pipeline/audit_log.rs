@@ -1,6 +1,10 @@
 //! The opt-in audit log (DESIGN.md section 5): one JSON line per nested code-mode call with the
 //! tool, a SHA-256 digest of the canonical JSON of its arguments, the outcome code and timing,
 //! and never a value. Register it as a live observer: it reads `tools/result` events.
+//!
+//! `executed` says whether the tool's body started: a `CANCELLED` call with `executed: false`
+//! had no effect; any record with `executed: true` may have (a call whose run ended while its
+//! tool was running is recorded with the tool's own outcome, after the run).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -52,6 +56,7 @@ impl EventSink for AuditLog {
             "args_sha256": args_digest(&e.args),
             "status": e.status,
             "code": e.code,
+            "executed": e.executed,
             "started_at": e.started_at,
             "duration_ms": e.duration_ms,
         });

@@ -168,6 +168,9 @@ pub struct CallOutcome {
     pub result_card: Option<Card>,
     pub timing: Timing,
     pub error: Option<CallError>,
+    /// Whether the tool's body started (a call cancelled or refused before it did had no
+    /// effect).
+    pub executed: bool,
 }
 
 impl CallOutcome {

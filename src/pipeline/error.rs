@@ -74,6 +74,13 @@ pub enum ErrorKind {
         reason: String,
     },
     Cancelled,
+    /// Cancelled after the tool's body had started (code `CANCELLED`, `details.executed =
+    /// true`): the body stopped with a failure when told to (a killed `shell` command), or ran
+    /// past the grace and was dropped (`abandoned_after_ms`). It may have had part of its
+    /// effect.
+    CancelledAfterStart {
+        abandoned_after_ms: Option<u64>,
+    },
     LimitExceeded {
         limit: LimitKind,
         value: u64,
@@ -115,7 +122,7 @@ impl CallError {
             ErrorKind::ToolError { .. } => ErrorCode::ToolError,
             ErrorKind::OutputInvalid { .. } => ErrorCode::OutputInvalid,
             ErrorKind::Blocked { .. } => ErrorCode::Blocked,
-            ErrorKind::Cancelled => ErrorCode::Cancelled,
+            ErrorKind::Cancelled | ErrorKind::CancelledAfterStart { .. } => ErrorCode::Cancelled,
             ErrorKind::LimitExceeded { .. } => ErrorCode::LimitExceeded,
         }
     }
@@ -138,6 +145,12 @@ impl CallError {
             ErrorKind::OutputInvalid { issues, by: None } => json!({ "issues": issues }),
             ErrorKind::Blocked { reason } => json!({ "reason": reason }),
             ErrorKind::Cancelled => json!({}),
+            ErrorKind::CancelledAfterStart {
+                abandoned_after_ms: None,
+            } => json!({ "executed": true }),
+            ErrorKind::CancelledAfterStart {
+                abandoned_after_ms: Some(after_ms),
+            } => json!({ "executed": true, "abandoned_after_ms": after_ms }),
             ErrorKind::LimitExceeded { limit, value } => {
                 json!({ "limit": limit.as_str(), "value": value })
             }
@@ -156,6 +169,9 @@ impl CallError {
 pub struct ToolFailure {
     pub message: String,
     pub retryable: bool,
+    /// A size limit the body ran into (e.g. an upstream answer over 16 MiB): the call fails with
+    /// `LIMIT_EXCEEDED` and `details = {limit, value}` instead of `TOOL_ERROR`.
+    pub limit: Option<(LimitKind, u64)>,
 }
 
 impl ToolFailure {
@@ -163,6 +179,7 @@ impl ToolFailure {
         ToolFailure {
             message: message.into(),
             retryable: false,
+            limit: None,
         }
     }
 
@@ -170,6 +187,16 @@ impl ToolFailure {
         ToolFailure {
             message: message.into(),
             retryable: true,
+            limit: None,
+        }
+    }
+
+    /// The body hit `limit` with `value` (bytes): `LIMIT_EXCEEDED`, not retryable.
+    pub fn limit_exceeded(limit: LimitKind, value: u64, message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            retryable: false,
+            limit: Some((limit, value)),
         }
     }
 }

@@ -50,6 +50,11 @@ pub struct ResultEvent {
     pub started_at: String,
     pub duration_ms: f64,
     pub args: Arc<Value>,
+    /// Whether the tool's body started. A call cancelled before it did had no effect; one
+    /// whose body had started ran to its end (see `Pipeline`'s cancellation rule), so its
+    /// status is what the tool did, even when the caller had gone.
+    #[serde(default)]
+    pub executed: bool,
 }
 
 impl ResultEvent {

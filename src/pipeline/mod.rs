@@ -76,6 +76,7 @@ pub use hooks::{
 };
 pub use scheduler::{DEFAULT_POOL_SIZE, Scope, Ticket};
 pub use session_log::{Replay, ReplayEntry, SessionLog, SessionLogOptions, replay};
+pub use stages::CANCEL_GRACE;
 pub use wrappers::{Around, Dispatch, Metrics, Next, RetryPolicy, ToolStats, around_fn};
 
 use crate::tool::ToolRegistry;

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -47,6 +48,16 @@ struct Success {
     content: String,
 }
 
+/// How long a tool body that had started when its call was cancelled may take to finish.
+/// Until its body starts, a cancelled call stops at once and has no effect. Once it has
+/// started, dropping it would not undo what it did (a file write on a blocking thread still
+/// lands) and would leave no record, so it is told (its token fires) and awaited, and its own
+/// outcome is reported. A body still running after this grace is dropped and reported as
+/// abandoned (`CANCELLED`, `details.executed = true`): what it did is unknown. A body that
+/// answers the cancellation with a failure (a killed `shell` command) is also `CANCELLED`
+/// with `details.executed = true`: it stopped part-way.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Default)]
 struct Waits {
     queued: Duration,
@@ -71,30 +82,50 @@ pub(crate) fn call(
         let result = match (ready, &base.tool) {
             (Ok(mut ready), Some(tool)) => {
                 let cancel = if cancellable { Some(ready.cancel.clone()) } else { None };
+                let started = AtomicBool::new(false);
                 // Boxed so the (large) state machine is placed once instead of being moved
                 // through every layer that wraps the call future.
-                let run = Box::pin(run(&inner, &base, tool, &mut ready, &mut contexts, &mut waits));
+                let mut run = Box::pin(run(&inner, &base, tool, &mut ready, &mut contexts, &mut waits, &started));
                 // Watching the token costs a lock per poll; only a caller-supplied token can fire.
                 let result = if let Some(cancel) = cancel {
-                    tokio::select! {
+                    let early = tokio::select! {
                         biased;
-                        _ = cancel.cancelled() => Err(CallError::cancelled()),
-                        r = run => r,
+                        _ = cancel.cancelled() => None,
+                        r = &mut run => Some(r),
+                    };
+                    match early {
+                        Some(result) => result,
+                        None if !started.load(Ordering::Acquire) => Err(CallError::cancelled()),
+                        // The body has started: it sees the token (a child of the one that
+                        // fired) and gets the grace to finish.
+                        None => match tokio::time::timeout(CANCEL_GRACE, &mut run).await {
+                            // A body that failed once told to stop was cancelled part-way.
+                            Ok(Err(e)) if matches!(e.kind, ErrorKind::ToolError { .. }) => {
+                                Err(CallError::new(
+                                    ErrorKind::CancelledAfterStart { abandoned_after_ms: None },
+                                    format!("the call was cancelled after its tool had started: {}", e.message),
+                                ))
+                            }
+                            Ok(result) => result,
+                            Err(_) => Err(abandoned()),
+                        },
                     }
                 } else {
-                    run.await
+                    (&mut run).await
                 };
+                drop(run);
+                let executed = started.load(Ordering::Acquire);
                 // Denied and failed calls give their place back before the events are written;
                 // successful ones hold it until the end (DESIGN.md section 3).
                 if result.is_err() {
                     ready.ticket = None;
                 }
-                let outcome = complete(&inner, base, result, contexts, waits);
+                let outcome = complete(&inner, base, result, contexts, waits, executed);
                 drop(ready);
                 outcome
             }
             (Ok(_), None) => unreachable!("a ready call has a tool"),
-            (Err(e), _) => complete(&inner, base, Err(e), contexts, waits),
+            (Err(e), _) => complete(&inner, base, Err(e), contexts, waits, false),
         };
         tracing::debug!(status = ?result.status, code = result.error.as_ref().map(|e| e.code().as_str()), "tool call done");
         result
@@ -206,6 +237,18 @@ fn check(
     })
 }
 
+fn abandoned() -> CallError {
+    let after_ms = CANCEL_GRACE.as_millis() as u64;
+    CallError::new(
+        ErrorKind::CancelledAfterStart {
+            abandoned_after_ms: Some(after_ms),
+        },
+        format!(
+            "the call was cancelled after its tool had started; the tool was still running {after_ms} ms later and was abandoned, so what it did is unknown"
+        ),
+    )
+}
+
 fn invalid_args(path: &str, issues: Vec<crate::schema::ArgIssue>) -> CallError {
     let list: Vec<String> = issues.iter().map(ToString::to_string).collect();
     let message = format!("invalid arguments for `{path}`: {}", list.join("; "));
@@ -219,6 +262,7 @@ async fn run(
     ready: &mut Ready,
     contexts: &mut Vec<ContextEntry>,
     waits: &mut Waits,
+    started: &AtomicBool,
 ) -> Result<Success, CallError> {
     if let Some(ticket) = ready.ticket.as_mut().filter(|t| t.must_wait()) {
         let queued_from = Instant::now();
@@ -247,6 +291,8 @@ async fn run(
             sinks: Some(inner.sinks.clone()),
         },
     };
+    // The point of no return for cancellation (see `CANCEL_GRACE`).
+    started.store(true, Ordering::Release);
     let value = Next::new(inner.wrappers.clone()).run(dispatch).await?;
     let done = post::finish(inner, &info, value, contexts).await?;
     Ok(Success {
@@ -262,6 +308,7 @@ fn complete(
     result: Result<Success, CallError>,
     contexts: Vec<ContextEntry>,
     waits: Waits,
+    executed: bool,
 ) -> CallOutcome {
     let (status, value, content, error) = match result {
         Ok(s) => (CallStatus::Ok, Some(s.value), s.content, None),
@@ -294,6 +341,7 @@ fn complete(
         started_at: base.started_at,
         duration_ms: duration.as_secs_f64() * 1000.0,
         args: base.args,
+        executed,
     });
     inner.sinks.live(&event);
     let durable = matches!(&event, Event::Result(e) if e.caller.is_durable());
@@ -324,5 +372,6 @@ fn complete(
             awaiting_approval: waits.approval,
         },
         error,
+        executed,
     }
 }

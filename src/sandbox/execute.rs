@@ -79,11 +79,13 @@ pub(crate) async fn execute(
     let mut stats = RunStats::default();
     let mut contexts = Vec::new();
     if let Some(tools) = run_state.tools {
-        // Calls still in flight are cancelled: the host sees the token, the program never resumes.
-        tools.cancel.cancel();
+        // Calls still in flight are cancelled (the program never resumes) and awaited: those
+        // whose tool had not started end at once with no effect; started ones finish.
+        let settled = tools.ledger.settle(&tools.cancel).await;
         stats.tool_calls = tools.issued;
         stats.calls_by_tool = tools.calls_by_tool;
-        stats.cancelled_calls = tools.active;
+        stats.cancelled_calls = settled.cancelled;
+        stats.finished_after_end = settled.finished_after_end;
         stats.bytes_kept_in_sandbox = tools.bytes_kept;
         contexts = tools.contexts;
     }
@@ -229,7 +231,64 @@ fn apply_finish(
             ));
             return;
         }
-        outcome.value = value_json.and_then(|text| RawValue::from_string(text).ok());
+        let Some(text) = value_json else {
+            return;
+        };
+        // The glue's serializer refuses deeper values (`MAX_NESTING` in runtime-js/01_values.js);
+        // this is the backstop, so a value the rest of the host could not read (serde_json stops
+        // at 128 levels) never leaves as an outcome.
+        const MAX_NESTING: usize = 100;
+        fn nesting(text: &str) -> usize {
+            let (mut depth, mut deepest, mut in_string, mut escaped) =
+                (0usize, 0usize, false, false);
+            for byte in text.bytes() {
+                if in_string {
+                    match byte {
+                        _ if escaped => escaped = false,
+                        b'\\' => escaped = true,
+                        b'"' => in_string = false,
+                        _ => {}
+                    }
+                    continue;
+                }
+                match byte {
+                    b'"' => in_string = true,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        deepest = deepest.max(depth);
+                    }
+                    b']' | b'}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            deepest
+        }
+        // Never dropped silently: a value that cannot be taken ends the run with an error.
+        // `RawValue` checks only the shape of a `\u` escape; a lone surrogate (which the glue never
+        // writes) would make the outcome itself unwritable later, so text holding such an escape
+        // is read in full.
+        let deepest = nesting(&text);
+        let has_surrogate_escape = text.contains("\\ud") || text.contains("\\uD");
+        let problem = if deepest > MAX_NESTING {
+            format!("value is nested {deepest} levels deep; the limit is {MAX_NESTING} levels")
+        } else if let Some(Err(e)) =
+            has_surrogate_escape.then(|| serde_json::from_str::<serde_json::Value>(&text))
+        {
+            format!("its JSON text is unreadable ({e})")
+        } else {
+            match RawValue::from_string(text) {
+                Ok(value) => {
+                    outcome.value = Some(value);
+                    return;
+                }
+                Err(e) => format!("its JSON text is unreadable ({e})"),
+            }
+        };
+        outcome.status = RunStatus::Error;
+        outcome.error = Some(RunError::new(
+            "TypeError",
+            format!("the return value cannot be serialized: {problem}"),
+        ));
         return;
     }
     let Some(error) = report.error else {

@@ -56,15 +56,29 @@ pub struct ToolFailure {
     pub code: String,
     pub message: String,
     pub details: Value,
+    /// Whether the tool's body started (so the call may have had an effect). The sandbox
+    /// reports a call in flight at the run's end as cancelled, with no effect, only when this
+    /// is `false`. [`ToolFailure::new`] sets it by the pipeline's convention: `false` for
+    /// `CANCELLED` unless `details.executed` is `true`, `true` for every other code.
+    pub executed: bool,
 }
 
 impl ToolFailure {
     pub fn new(code: impl Into<String>, message: impl Into<String>, details: Value) -> ToolFailure {
+        let code = code.into();
+        let executed = code != "CANCELLED" || details.get("executed") == Some(&Value::Bool(true));
         ToolFailure {
-            code: code.into(),
+            code,
             message: message.into(),
             details,
+            executed,
         }
+    }
+
+    /// The call stopped before the tool's body started: it had no effect.
+    pub fn not_executed(mut self) -> ToolFailure {
+        self.executed = false;
+        self
     }
 }
 

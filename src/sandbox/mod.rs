@@ -222,7 +222,7 @@ impl Sandbox {
 pub fn run_cold_blocking(source: &str, limits: &Limits) -> RunOutcome {
     thread_local! {
         static WATCHDOG: watchdog::Watchdog =
-            watchdog::Watchdog::spawn("codemode-watchdog-cold".into()).expect("watchdog thread");
+            watchdog::Watchdog::spawn("codemode-watchdog-cold".into(), None).expect("watchdog thread");
     }
     let program = match prepare(source, limits) {
         Ok(program) => program,

@@ -120,7 +120,14 @@ pub struct ContextEntry {
 pub struct RunStats {
     pub tool_calls: u64,
     pub calls_by_tool: BTreeMap<String, u64>,
+    /// Calls in flight when the run ended that were stopped before their tool started: they
+    /// had no effect.
     pub cancelled_calls: u64,
+    /// Calls in flight when the run ended whose tool had already started: they ran to their
+    /// end after the run (their outcomes are in the events and the audit log), or were
+    /// abandoned after the pipeline's grace.
+    #[serde(default)]
+    pub finished_after_end: u64,
     pub wall_ms: f64,
     pub bytes_kept_in_sandbox: u64,
     pub bytes_returned: u64,
@@ -134,13 +141,27 @@ pub struct RunStats {
 pub struct RunOutcome {
     pub version: u32,
     pub status: RunStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Absent when the program returned nothing; a `null` return is `Some("null")`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_value"
+    )]
     pub value: Option<Box<RawValue>>,
     pub logs: Vec<LogEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
     pub contexts: Vec<ContextEntry>,
     pub stats: RunStats,
+}
+
+/// A `value` key that is present is a value, `null` included (serde's default for an `Option`
+/// would read `"value": null` as absent, and a program's `return null` would vanish).
+fn present_value<'de, D>(deserializer: D) -> Result<Option<Box<RawValue>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Box::<RawValue>::deserialize(deserializer).map(Some)
 }
 
 impl RunOutcome {

@@ -17,7 +17,7 @@ use super::host::ToolHost;
 use super::limits::Limits;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::transpile::Transpiled;
-use super::watchdog::Watchdog;
+use super::watchdog::{ReplySlot, Watchdog};
 
 pub(crate) struct Job {
     pub program: Transpiled,
@@ -33,7 +33,11 @@ pub(crate) struct Pool {
     workers: Vec<JoinHandle<()>>,
     /// Workers holding a pre-built isolate right now.
     pub(crate) warm: Arc<AtomicUsize>,
+    /// Worker threads given up by their watchdog (never joined: they may never return).
+    abandoned: Abandoned,
 }
+
+type Abandoned = Arc<std::sync::Mutex<Vec<std::thread::ThreadId>>>;
 
 impl Pool {
     pub(crate) fn start(
@@ -45,6 +49,7 @@ impl Pool {
         let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
         let mut handles = Vec::with_capacity(workers);
         let warm = Arc::new(AtomicUsize::new(0));
+        let abandoned = Abandoned::default();
         for id in 0..workers {
             let receiver = receiver.clone();
             let warm = Arc::clone(&warm);
@@ -55,6 +60,7 @@ impl Pool {
                 warm_count: warm,
                 stack_bytes,
                 isolates_per_thread: isolates_per_thread.max(1),
+                abandoned: Arc::clone(&abandoned),
             };
             handles.push(worker.spawn()?);
         }
@@ -62,6 +68,7 @@ impl Pool {
             sender: Some(sender),
             workers: handles,
             warm,
+            abandoned,
         })
     }
 
@@ -77,8 +84,15 @@ impl Drop for Pool {
     fn drop(&mut self) {
         // Closing the channel ends every worker once its current run is over.
         self.sender.take();
+        let abandoned = self
+            .abandoned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for worker in self.workers.drain(..) {
-            let _ = worker.join();
+            if !abandoned.contains(&worker.thread().id()) {
+                let _ = worker.join();
+            }
         }
     }
 }
@@ -90,6 +104,7 @@ impl Drop for Pool {
 pub(crate) const ISOLATES_PER_THREAD: usize = 64;
 
 /// What a worker thread needs; a replacement thread gets the same.
+#[derive(Clone)]
 struct Worker {
     id: usize,
     jobs: Receiver<Job>,
@@ -97,6 +112,7 @@ struct Worker {
     warm_count: Arc<AtomicUsize>,
     stack_bytes: usize,
     isolates_per_thread: usize,
+    abandoned: Abandoned,
 }
 
 impl Worker {
@@ -130,15 +146,30 @@ impl Worker {
                 );
             }
         };
-        let watchdog = match Watchdog::spawn(format!("codemode-watchdog-{}", self.id)) {
-            Ok(watchdog) => watchdog,
-            Err(e) => {
-                return fail_all(
-                    &self.jobs,
-                    &format!("cannot start the watchdog thread: {e}"),
-                );
+        // If a run keeps this thread past its stop, the watchdog answers its caller and starts
+        // a replacement; this thread then never takes another job.
+        let replacement = self.clone();
+        let this_thread = std::thread::current().id();
+        let on_stuck = Box::new(move || {
+            replacement
+                .abandoned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(this_thread);
+            if replacement.clone().spawn().is_err() {
+                tracing::error!("cannot start a replacement for an abandoned sandbox worker");
             }
-        };
+        });
+        let watchdog =
+            match Watchdog::spawn(format!("codemode-watchdog-{}", self.id), Some(on_stuck)) {
+                Ok(watchdog) => watchdog,
+                Err(e) => {
+                    return fail_all(
+                        &self.jobs,
+                        &format!("cannot start the watchdog thread: {e}"),
+                    );
+                }
+            };
         let mut built = 0usize;
         let prepare = |built: &mut usize| {
             *built += 1;
@@ -172,6 +203,8 @@ impl Worker {
                     self.build(limits.heap_bytes)
                 }
             };
+            let reply: ReplySlot = Arc::new(std::sync::Mutex::new(Some(reply)));
+            let control = std::cell::OnceCell::new();
             let (outcome, used) = match engine {
                 Ok(mut engine) => {
                     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -181,8 +214,10 @@ impl Worker {
                             &limits,
                             tools,
                             &watchdog,
-                            move |control| {
-                                link.started(control);
+                            |started: Arc<super::watchdog::RunControl>| {
+                                started.set_reply(Arc::clone(&reply));
+                                link.started(Arc::clone(&started));
+                                let _ = control.set(started);
                             },
                         ))
                     }))
@@ -196,7 +231,17 @@ impl Worker {
                 }
                 Err(message) => (internal_error(&message), None),
             };
-            let _ = reply.send(outcome);
+            let sender = reply.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(sender) = sender {
+                let _ = sender.send(outcome);
+            }
+            let given_up = control
+                .get()
+                .is_some_and(|c| c.abandoned.load(Ordering::SeqCst));
+            if given_up {
+                // A replacement already serves the queue.
+                return;
+            }
             // Tear down the used isolate and prepare the next one while no caller is waiting.
             drop(used);
             warm = prepare(&mut built);

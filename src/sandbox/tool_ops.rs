@@ -7,12 +7,15 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
 
 use deno_core::{OpState, ToV8, op2, v8};
 use deno_error::JsErrorBox;
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::host::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
@@ -40,6 +43,101 @@ pub(crate) struct ToolRun {
     pub calls_by_tool: BTreeMap<String, u64>,
     pub bytes_kept: u64,
     pub contexts: Vec<ContextEntry>,
+    /// The calls that did not finish on their first poll.
+    pub ledger: Arc<Ledger>,
+}
+
+/// Calls that did not finish on their first poll run as tasks of their own on the worker's
+/// runtime, not inside the isolate's op driver: when the run ends, the isolate is dropped, and
+/// a call dropped with it would leave no audit record while its tool might still take effect
+/// (a write on a blocking thread). So the run's end waits here until every such call has
+/// reached its own end through the pipeline (which stops calls that have not started and lets
+/// started ones finish within its grace), and counts how each ended.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    state: Mutex<LedgerState>,
+    settled: Notify,
+}
+
+#[derive(Default)]
+struct LedgerState {
+    live: usize,
+    ended: bool,
+    /// Ended after the run without their tool's body starting: no effect.
+    cancelled: u64,
+    /// Ended after the run with their tool's body started: their outcome is the tool's own.
+    finished_after_end: u64,
+    tasks: Vec<AbortHandle>,
+}
+
+/// How the calls in flight at the end of a run ended.
+pub(crate) struct Settled {
+    pub cancelled: u64,
+    pub finished_after_end: u64,
+}
+
+/// How long the end of a run waits for its calls in flight: the pipeline's own grace for
+/// started bodies, plus room for its bookkeeping. A host that ignores cancellation altogether
+/// has its calls aborted after this.
+const SETTLE_LIMIT: Duration =
+    Duration::from_millis(crate::pipeline::CANCEL_GRACE.as_millis() as u64 + 1000);
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LedgerState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn starting(&self) {
+        self.lock().live += 1;
+    }
+
+    fn started(&self, task: AbortHandle) {
+        self.lock().tasks.push(task);
+    }
+
+    fn finished(&self, response: &ToolResponse) {
+        let mut state = self.lock();
+        state.live = state.live.saturating_sub(1);
+        if state.ended {
+            match response {
+                ToolResponse::Err(failure) if !failure.executed => state.cancelled += 1,
+                _ => state.finished_after_end += 1,
+            }
+        }
+        if state.live == 0 {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Marks the run's end (call it before cancelling the calls), then waits for the calls in
+    /// flight to end.
+    pub(crate) async fn settle(&self, cancel: &CancellationToken) -> Settled {
+        self.lock().ended = true;
+        cancel.cancel();
+        let all_ended = async {
+            loop {
+                let notified = self.settled.notified();
+                if self.lock().live == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(SETTLE_LIMIT, all_ended).await.is_err() {
+            let mut state = self.lock();
+            for task in state.tasks.drain(..) {
+                task.abort();
+            }
+            // Aborted: whether they had an effect is unknown, so they are not "cancelled".
+            state.finished_after_end += state.live as u64;
+            state.live = 0;
+        }
+        let state = self.lock();
+        Settled {
+            cancelled: state.cancelled,
+            finished_after_end: state.finished_after_end,
+        }
+    }
 }
 
 impl ToolRun {
@@ -65,6 +163,7 @@ impl ToolRun {
             calls_by_tool: BTreeMap::new(),
             bytes_kept: 0,
             contexts: Vec::new(),
+            ledger: Arc::new(Ledger::default()),
         }
     }
 }
@@ -107,6 +206,7 @@ enum Admission {
         host: Arc<dyn ToolHost>,
         permits: Arc<Semaphore>,
         result_bytes: usize,
+        ledger: Arc<Ledger>,
     },
 }
 
@@ -212,7 +312,30 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         host: Arc::clone(&tools.host),
         permits: Arc::clone(&tools.in_flight),
         result_bytes: tools.result_bytes,
+        ledger: Arc::clone(&tools.ledger),
     }
+}
+
+/// Runs a call as a task of its own, known to the run's ledger (see [`Ledger`]).
+async fn in_own_task(
+    ledger: &Arc<Ledger>,
+    call: impl Future<Output = ToolResponse> + Send + 'static,
+) -> ToolResponse {
+    let record = Arc::clone(ledger);
+    ledger.starting();
+    let task = tokio::spawn(async move {
+        let response = call.await;
+        record.finished(&response);
+        response
+    });
+    ledger.started(task.abort_handle());
+    task.await.unwrap_or_else(|_| {
+        ToolResponse::Err(ToolFailure::new(
+            "CANCELLED",
+            "the run ended while the call was in flight",
+            json!({}),
+        ))
+    })
 }
 
 #[op2]
@@ -229,6 +352,7 @@ pub(crate) async fn op_codemode_tool_call(
         host,
         permits,
         result_bytes,
+        ledger,
     } = admission
     else {
         let Admission::Reject(error) = admission else {
@@ -237,23 +361,35 @@ pub(crate) async fn op_codemode_tool_call(
         return Err(error);
     };
     let path = request.path.clone();
-    let cancel = request.cancel.clone();
-    // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait here, in order.
-    let response = match permits.acquire_owned().await {
-        Ok(_permit) => {
-            tokio::select! {
-                // The call first: most complete on their first poll, before the token's waiter
-                // would have to be registered.
-                biased;
-                response = host.call(request) => response,
-                () = cancel.cancelled() => ToolResponse::Err(ToolFailure::new("CANCELLED", "the run ended while the call was in flight", json!({}))),
+    let response = match Arc::clone(&permits).try_acquire_owned() {
+        Ok(permit) => {
+            // Most calls complete on their first poll: no task, no extra wake-up.
+            let mut call = host.call(request);
+            match futures::poll!(&mut call) {
+                Poll::Ready(response) => response,
+                Poll::Pending => {
+                    in_own_task(&ledger, async move {
+                        let response = call.await;
+                        drop(permit);
+                        response
+                    })
+                    .await
+                }
             }
         }
-        Err(_) => ToolResponse::Err(ToolFailure::new(
-            "CANCELLED",
-            "the run has ended",
-            json!({}),
-        )),
+        // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait, in order.
+        Err(_) => {
+            in_own_task(&ledger, async move {
+                match permits.acquire_owned().await {
+                    Ok(_permit) => host.call(request).await,
+                    Err(_) => ToolResponse::Err(
+                        ToolFailure::new("CANCELLED", "the run has ended", json!({}))
+                            .not_executed(),
+                    ),
+                }
+            })
+            .await
+        }
     };
     let mut state = state.borrow_mut();
     let run = state.borrow_mut::<RunState>();

@@ -11,11 +11,13 @@
 use std::path::Path;
 
 use oxc::allocator::Allocator;
+use oxc::ast::AstKind;
 use oxc::ast::ast::Statement;
+use oxc::ast_visit::Visit;
 use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::parser::{ParseOptions, Parser};
 use oxc::semantic::SemanticBuilder;
-use oxc::span::SourceType;
+use oxc::span::{GetSpan, SourceType};
 use oxc::transformer::{TransformOptions, Transformer};
 
 /// JavaScript ready to be wrapped into the run's async function, with its way back to the source.
@@ -44,20 +46,83 @@ impl std::fmt::Display for SyntaxError {
 
 const SOURCE_NAME: &str = "program.ts";
 
+/// The deepest syntax tree a program may have, in nodes from the program's root (a statement
+/// inside a function inside a call is already a dozen). Deeper programs are refused before
+/// anything but the parser has seen them. Real programs stay far below: the deepest in this
+/// repository's examples and tests is under 60.
+pub const MAX_NESTING: usize = 1000;
+
+/// Stack the parser and the depth check may use per byte of source, at worst: every byte can
+/// open a level (`!!!!...`, `[[[[...`). Measured on the shapes of the hostile corpus in a
+/// debug build (dependencies at opt-level 1): at most 521 bytes (the depth check on `!!!!`),
+/// then arrays and parentheses (~500), member chains (~320).
+const STACK_PER_SOURCE_BYTE: usize = 1024;
+/// Stack beyond the per-byte part. The later stages walk a tree at most [`MAX_NESTING`] deep
+/// (so never deeper than the program is long): at most 1 MiB in the same measurement, about
+/// 500 bytes per byte of source, which the per-byte part already covers. Keeping the total
+/// small matters: a program that fits the calling thread's stack runs there, while a fresh
+/// stack costs ~35 µs (mapping it and faulting its pages in).
+const STACK_BASE: usize = 256 * 1024;
+
 /// Transpile a model program (TypeScript or JavaScript) into plain JavaScript.
 ///
+/// Runs on the calling thread when its stack has room for this program, else on a stack of
+/// its own (allocated for the call, released after it), so any caller, a 2 MiB tokio worker
+/// included, can pass any program.
+///
 /// # Errors
-/// The first syntax or transform error, with the model's line and column.
+/// The first syntax or transform error, with the model's line and column; a program nested
+/// deeper than [`MAX_NESTING`].
 pub fn transpile(source: &str) -> Result<Transpiled, SyntaxError> {
-    // The front end is third-party code fed hostile input: a panic in it must not take the host
-    // down, so it becomes an error the model can read.
-    std::panic::catch_unwind(|| transpile_unguarded(source)).unwrap_or_else(|_| {
-        Err(SyntaxError {
-            message: "the TypeScript front end could not process this program; simplify the construct it stopped at".to_string(),
-            line: 1,
-            column: 1,
+    let needed = STACK_BASE + source.len().saturating_mul(STACK_PER_SOURCE_BYTE);
+    stacker::maybe_grow(needed, needed, || {
+        // The front end is third-party code fed hostile input: a panic in it must not take the
+        // host down, so it becomes an error the model can read.
+        std::panic::catch_unwind(|| transpile_unguarded(source)).unwrap_or_else(|_| {
+            Err(SyntaxError {
+                message: "the TypeScript front end could not process this program; simplify the construct it stopped at".to_string(),
+                line: 1,
+                column: 1,
+            })
         })
     })
+}
+
+/// The depth of a syntax tree, and where it is deepest.
+#[derive(Default)]
+struct Depth {
+    current: usize,
+    deepest: usize,
+    /// Byte offset of the first node past [`MAX_NESTING`].
+    past_limit_at: Option<u32>,
+}
+
+impl<'a> Visit<'a> for Depth {
+    fn enter_node(&mut self, kind: AstKind<'a>) {
+        self.current += 1;
+        if self.current > self.deepest {
+            self.deepest = self.current;
+            if self.current > MAX_NESTING && self.past_limit_at.is_none() {
+                self.past_limit_at = Some(kind.span().start);
+            }
+        }
+    }
+
+    fn leave_node(&mut self, _kind: AstKind<'a>) {
+        self.current -= 1;
+    }
+}
+
+fn too_deep(source: &str, depth: &Depth, offset: u32) -> SyntaxError {
+    let (line, column) = line_column(source, offset);
+    SyntaxError {
+        message: format!(
+            "the program nests {} levels deep (from line {line}, column {column}); the limit is {MAX_NESTING}: flatten the nesting (loops, arrays of values, early returns) instead",
+            depth.deepest
+        ),
+        line,
+        column,
+    }
 }
 
 fn transpile_unguarded(source: &str) -> Result<Transpiled, SyntaxError> {
@@ -74,6 +139,12 @@ fn transpile_unguarded(source: &str) -> Result<Transpiled, SyntaxError> {
         return Err(diagnostic_error(source, diagnostic));
     }
     let mut program = parsed.program;
+
+    let mut depth = Depth::default();
+    depth.visit_program(&program);
+    if let Some(offset) = depth.past_limit_at {
+        return Err(too_deep(source, &depth, offset));
+    }
 
     let semantic = SemanticBuilder::new()
         .with_excess_capacity(2.0)
@@ -116,6 +187,9 @@ fn transpile_unguarded(source: &str) -> Result<Transpiled, SyntaxError> {
     let generated = Codegen::new()
         .with_options(CodegenOptions {
             source_map_path: Some(SOURCE_NAME.into()),
+            // No indentation: with it, the output of a program nested N levels grows with N²
+            // (20,000 nested `if`s made 200 MB of tabs, which the engine then failed to take).
+            indent_width: 0,
             ..CodegenOptions::default()
         })
         .build(&program);
@@ -222,6 +296,47 @@ mod tests {
         assert!(transpile("import type { X } from 'x';\nreturn 1;").is_ok());
         let err = transpile("\nimport fs from 'fs';\nfs.readFileSync('x');").unwrap_err();
         assert_eq!(err.line, 2);
+    }
+
+    /// Runs `transpile` on a thread with a small stack, as a tokio worker's or smaller.
+    fn on_small_stack(source: String) -> Result<Transpiled, SyntaxError> {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || transpile(&source))
+            .unwrap()
+            .join()
+            .expect("the front end never overflows its caller's stack")
+    }
+
+    #[test]
+    fn deep_programs_are_refused_whatever_the_callers_stack() {
+        let shapes = [
+            format!("return {}1{};", "[".repeat(20_000), "]".repeat(20_000)),
+            format!("return {}1;", "!".repeat(100_000)),
+            format!("{}return 1;", "if (1) ".repeat(30_000)),
+            format!("return 0{};", "+1".repeat(50_000)),
+        ];
+        for source in shapes {
+            let err = on_small_stack(source).unwrap_err();
+            assert!(
+                err.message.contains("nests") && err.message.contains("the limit is 1000"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_under_the_bound_compiles_on_a_small_stack() {
+        let out = on_small_stack(format!("return {}1{};", "[".repeat(300), "]".repeat(300)));
+        assert!(out.is_ok(), "{out:?}");
+    }
+
+    #[test]
+    fn output_grows_linearly_with_nesting() {
+        // Indented output grew with the square of the depth (20,000 `if`s: 200 MB of tabs).
+        let source = format!("{}return 1;", "if (1) ".repeat(900));
+        let out = transpile(&source).unwrap();
+        assert!(out.js.len() < 4 * source.len(), "{} bytes", out.js.len());
     }
 
     #[test]

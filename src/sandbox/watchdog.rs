@@ -11,7 +11,23 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use deno_core::v8;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
+
+use super::outcome::{RunError, RunOutcome, RunStatus};
+
+/// How long a run may keep its worker busy after it was told to stop before the worker is
+/// given up. The engine's termination is not sticky on the QuickJS facade: it fails the job
+/// running when the interrupt check comes (every 10,000 calls or loop turns), and the facade's
+/// microtask drain then runs the next job. A microtask flood that forks (`const f = () =>
+/// Promise.resolve().then(f)`) outgrows that and never ends: measured, a `--timeout-ms 2000`
+/// run still burning a core 38 minutes later. Past this grace the caller gets its outcome, a
+/// fresh worker takes the stuck one's place, and the stuck thread is left to the process's
+/// end (worker processes, which can be killed, are the lasting fix).
+pub(crate) const STUCK_GRACE: Duration = Duration::from_secs(2);
+
+/// Where a run's outcome goes: taken once, by the worker when the run ends, or by the
+/// watchdog when it gives the worker up.
+pub(crate) type ReplySlot = Arc<Mutex<Option<oneshot::Sender<RunOutcome>>>>;
 
 /// Why the watchdog ended a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +43,12 @@ pub(crate) struct RunControl {
     pub(crate) out_of_memory: AtomicBool,
     pub(crate) wake: Notify,
     timing: Mutex<Timing>,
+    /// When the run was told to stop (deadline, cancellation, heap).
+    stopped_at: Mutex<Option<Instant>>,
+    /// Set when the watchdog gave the run's worker up ([`STUCK_GRACE`]).
+    pub(crate) abandoned: AtomicBool,
+    reply: Mutex<Option<ReplySlot>>,
+    deadline_ms: u128,
 }
 
 struct Timing {
@@ -47,7 +69,61 @@ impl RunControl {
                 paused_since: None,
                 pauses: 0,
             }),
+            stopped_at: Mutex::new(None),
+            abandoned: AtomicBool::new(false),
+            reply: Mutex::new(None),
+            deadline_ms: deadline.as_millis(),
         })
+    }
+
+    /// Lets the watchdog answer the caller if the worker cannot.
+    pub(crate) fn set_reply(&self, reply: ReplySlot) {
+        *self.reply.lock().unwrap_or_else(|e| e.into_inner()) = Some(reply);
+    }
+
+    fn mark_stopped(&self) {
+        let mut at = self.stopped_at.lock().unwrap_or_else(|e| e.into_inner());
+        at.get_or_insert_with(Instant::now);
+    }
+
+    fn stopped_since(&self) -> Option<Instant> {
+        *self.stopped_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives the run's worker up: the caller gets an outcome now.
+    fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        let slot = self.reply.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(sender) =
+            slot.and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take())
+        else {
+            return;
+        };
+        let (status, name, what) = if self.out_of_memory.load(Ordering::SeqCst) {
+            (
+                RunStatus::OutOfMemory,
+                "OutOfMemory",
+                "the program exceeded the heap limit".to_string(),
+            )
+        } else {
+            match self.stop_reason() {
+                Some(StopReason::Cancelled) => (
+                    RunStatus::Cancelled,
+                    "Cancelled",
+                    "the run was cancelled".to_string(),
+                ),
+                _ => (
+                    RunStatus::Timeout,
+                    "Timeout",
+                    format!("timeout after {} ms", self.deadline_ms),
+                ),
+            }
+        };
+        let message = format!(
+            "{what}; the program kept the engine busy for {} ms after it was stopped (e.g. a forking microtask flood), so its sandbox worker was abandoned and replaced; console output is lost",
+            STUCK_GRACE.as_millis()
+        );
+        let _ = sender.send(RunOutcome::failed(status, RunError::new(name, message)));
     }
 
     /// Stop the run: terminate the isolate and wake the event loop. The first reason wins.
@@ -59,6 +135,7 @@ impl RunControl {
             }
             *stopped = Some(reason);
         }
+        self.mark_stopped();
         self.handle.terminate_execution();
         self.wake.notify_one();
     }
@@ -70,6 +147,7 @@ impl RunControl {
     /// Heap limit reached: terminate the isolate (the outcome says `out_of_memory`).
     pub(crate) fn heap_exhausted(&self) {
         self.out_of_memory.store(true, Ordering::SeqCst);
+        self.mark_stopped();
         self.handle.terminate_execution();
         self.wake.notify_one();
     }
@@ -107,6 +185,9 @@ impl RunControl {
 }
 
 /// One watchdog thread per worker; it watches at most one run at a time.
+/// Called once when the watchdog gives its worker up: starts a replacement.
+pub(crate) type OnStuck = Box<dyn FnOnce() + Send>;
+
 pub(crate) struct Watchdog {
     shared: Arc<(Mutex<Watched>, Condvar)>,
     thread: Option<JoinHandle<()>>,
@@ -123,13 +204,13 @@ struct Watched {
 const PAUSE_POLL: Duration = Duration::from_millis(50);
 
 impl Watchdog {
-    pub(crate) fn spawn(name: String) -> std::io::Result<Watchdog> {
+    pub(crate) fn spawn(name: String, on_stuck: Option<OnStuck>) -> std::io::Result<Watchdog> {
         let shared = Arc::new((Mutex::new(Watched::default()), Condvar::new()));
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name(name)
             .stack_size(256 * 1024)
-            .spawn(move || watch(&for_thread))?;
+            .spawn(move || watch(&for_thread, on_stuck))?;
         Ok(Watchdog {
             shared,
             thread: Some(thread),
@@ -168,7 +249,7 @@ impl Drop for Watchdog {
     }
 }
 
-fn watch(shared: &(Mutex<Watched>, Condvar)) {
+fn watch(shared: &(Mutex<Watched>, Condvar), mut on_stuck: Option<OnStuck>) {
     let (lock, cv) = shared;
     let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
     loop {
@@ -179,10 +260,26 @@ fn watch(shared: &(Mutex<Watched>, Condvar)) {
             watched = cv.wait(watched).unwrap_or_else(|e| e.into_inner());
             continue;
         };
+        // Told to stop and still armed: the worker gets STUCK_GRACE to come back.
+        if let Some(since) = run.stopped_since() {
+            let waited = since.elapsed();
+            if waited >= STUCK_GRACE {
+                watched.run = None;
+                run.abandon();
+                if let Some(replace) = on_stuck.take() {
+                    replace();
+                }
+            } else {
+                watched = cv
+                    .wait_timeout(watched, STUCK_GRACE - waited)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            continue;
+        }
         match run.remaining() {
             Some(left) if left.is_zero() => {
                 run.stop(StopReason::Deadline);
-                watched.run = None;
             }
             Some(left) => {
                 watched = cv

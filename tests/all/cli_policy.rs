@@ -447,3 +447,103 @@ fn log_files_that_cannot_be_opened_are_input_errors() {
         );
     }
 }
+
+/// Runs `program` with the built-ins over a fresh root, an allow-all policy and an audit log;
+/// returns the root, the outcome and the audit records.
+fn run_audited(program: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let policy = write(dir.path(), "p.toml", "default = \"allow\"\n");
+    let audit = dir.path().join("audit.jsonl");
+    let mut args = vec![
+        "run",
+        "-",
+        "--json",
+        "--root",
+        root.to_str().unwrap(),
+        "--policy",
+        &policy,
+        "--audit-log",
+        audit.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (_, stdout, stderr) = run_stdin(&args, program.as_bytes());
+    let outcome = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    let records = std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (dir, outcome, records)
+}
+
+#[test]
+fn calls_in_flight_when_the_run_ends_are_audited_and_reported_truthfully() {
+    for round in 0..3 {
+        let program = "for (let i = 0; i < 20; i++) tools.write_file({ path: 'ff' + i + '.txt', content: 'x' }); return 1;";
+        let (dir, outcome, records) = run_audited(program, &[]);
+        let root = dir.path().join("root");
+        let stats = &outcome["stats"];
+        assert_eq!(outcome["status"], "ok", "{outcome}");
+        assert_eq!(stats["tool_calls"], 20);
+        // Exactly one record per call that reached the pipeline.
+        assert_eq!(records.len(), 20, "round {round}: {records:?}");
+        let mut seqs: Vec<u64> = records
+            .iter()
+            .map(|r| r["caller"]["seq"].as_u64().unwrap())
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
+        // The file system agrees with every record, and the stats with the records.
+        let mut cancelled = 0;
+        for record in &records {
+            let seq = record["caller"]["seq"].as_u64().unwrap();
+            let file = root.join(format!("ff{}.txt", seq - 1));
+            match (record["status"].as_str(), record["executed"].as_bool()) {
+                (Some("ok"), Some(true)) => {
+                    assert!(file.exists(), "recorded as written: {record}")
+                }
+                (Some("error"), Some(false)) => {
+                    assert_eq!(record["code"], "CANCELLED", "{record}");
+                    assert!(
+                        !file.exists(),
+                        "recorded as cancelled but written: {record}"
+                    );
+                    cancelled += 1;
+                }
+                _ => panic!("unexpected record {record}"),
+            }
+        }
+        assert_eq!(stats["cancelled_calls"], cancelled, "{outcome}");
+        let finished_after = stats["finished_after_end"].as_u64().unwrap();
+        let ok = records.iter().filter(|r| r["status"] == "ok").count() as u64;
+        assert!(finished_after <= ok, "{outcome}");
+    }
+}
+
+#[test]
+fn a_shell_call_cut_by_the_deadline_is_audited() {
+    let (_dir, outcome, records) = run_audited(
+        "await tools.shell({ command: 'sleep 30' }); return 1;",
+        &["--timeout-ms", "500"],
+    );
+    assert_eq!(outcome["status"], "timeout", "{outcome}");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["tool"], "shell");
+    assert_eq!(records[0]["executed"], true, "{records:?}");
+    assert_eq!(outcome["stats"]["finished_after_end"], 1, "{outcome}");
+    assert_eq!(outcome["stats"]["cancelled_calls"], 0, "{outcome}");
+}
+
+#[test]
+fn a_tool_call_from_to_json_of_the_return_value_never_executes() {
+    let (dir, outcome, records) = run_audited(
+        "return { toJSON() { tools.write_file({ path: 'late.txt', content: 'x' }); return 1; } };",
+        &[],
+    );
+    assert_eq!(outcome["status"], "ok", "{outcome}");
+    assert_eq!(outcome["value"], 1);
+    assert!(!dir.path().join("root/late.txt").exists());
+    assert!(records.is_empty(), "{records:?}");
+}

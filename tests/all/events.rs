@@ -204,7 +204,8 @@ async fn durable_event_is_one_compact_line_in_interface_order() {
             "contexts",
             "started_at",
             "duration_ms",
-            "args"
+            "args",
+            "executed"
         ]
     );
 }

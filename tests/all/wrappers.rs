@@ -93,6 +93,7 @@ fn flaky(
                 Err(ToolFailure {
                     message: format!("attempt {n} failed"),
                     retryable,
+                    limit: None,
                 })
             } else {
                 Ok(json!(n))

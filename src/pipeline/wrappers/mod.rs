@@ -91,14 +91,17 @@ fn run_body(call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
     // itself stays untouched for hooks, events and presenters.
     let fut = (call.tool.inner.execute)(Value::clone(&call.args), exec);
     fut.map(move |r| {
-        r.map_err(|f| {
-            CallError::new(
+        r.map_err(|f| match f.limit {
+            Some((limit, value)) => {
+                CallError::new(ErrorKind::LimitExceeded { limit, value }, f.message)
+            }
+            None => CallError::new(
                 ErrorKind::ToolError {
                     retryable: f.retryable,
                     attempts,
                 },
                 f.message,
-            )
+            ),
         })
     })
     .boxed()
