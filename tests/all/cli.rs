@@ -302,3 +302,22 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         })
         .collect()
 }
+
+#[test]
+fn a_null_return_is_kept_in_json_and_human_mode() {
+    for program in ["return null", "return NaN", "return -Infinity"] {
+        let (code, stdout, _) = run_stdin(&["run", "-", "--json"], program.as_bytes());
+        assert_eq!(code, 0);
+        let outcome: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(
+            outcome.get("value"),
+            Some(&serde_json::Value::Null),
+            "{program}: {stdout}"
+        );
+        let (code, stdout, _) = run_stdin(&["run", "-"], program.as_bytes());
+        assert_eq!(code, 0);
+        assert_eq!(stdout, "=> null\n", "{program}");
+    }
+    let (_, stdout, _) = run_stdin(&["run", "-"], b"return undefined");
+    assert_eq!(stdout, "", "undefined prints nothing");
+}
