@@ -2,7 +2,8 @@
 //! escape, thrown values, return values, console, bindings, source shape.
 //!
 //! Every case runs as `codemode run - --json` in a process of its own and must end with a
-//! readable outcome of the expected status, within a wall-time bound and a peak-RSS bound,
+//! readable outcome of the expected status, within a wall-time bound and a peak-RSS bound
+//! (the child's `VmHWM`),
 //! without a signal death or panic text. The host surviving is the point: a case that crashes
 //! the process fails here whatever its status would have been.
 
@@ -82,12 +83,10 @@ struct Ran {
     peak_rss_mb: u64,
 }
 
-/// Runs the binary and reads its peak RSS from `wait4` (the child's own rusage).
+/// Runs the binary, reading its peak RSS while it runs.
 fn run_binary(args: &[String], stdin: &[u8]) -> Ran {
     let started = Instant::now();
-    // Spawned without a `pre_exec` hook, so std can use posix_spawn: a forked child would
-    // carry the test binary's own RSS into its `ru_maxrss` (Linux keeps the high-water mark
-    // across exec). Its own process group keeps it away from the terminal.
+    // Its own process group keeps it away from the terminal.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
         .process_group(0)
         .args(args)
@@ -108,34 +107,58 @@ fn run_binary(args: &[String], stdin: &[u8]) -> Ran {
         let _ = out.read_to_end(&mut text);
         text
     });
+    let pid = child.id();
+    let peak = std::thread::spawn(move || peak_rss_kib(pid));
     let mut err_text = Vec::new();
     let _ = err.read_to_end(&mut err_text);
     let out_text = reader.join().unwrap();
     let _ = writer.join();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten by wait4.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not yet reaped (we never called `wait` on `child`).
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4 reaps the child");
+    let status = child.wait().expect("the child is reaped");
     let wall = started.elapsed();
-    std::mem::forget(child); // already reaped
-    let (exit, signal) = if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else if libc::WIFSIGNALED(status) {
-        (None, Some(libc::WTERMSIG(status)))
-    } else {
-        (None, None)
-    };
+    let peak_rss_kib = peak.join().unwrap();
+    let (exit, signal) = (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    );
     Ran {
         exit,
         signal,
         stdout: String::from_utf8_lossy(&out_text).into_owned(),
         stderr: String::from_utf8_lossy(&err_text).into_owned(),
         wall,
-        // ru_maxrss is in KiB on Linux.
-        peak_rss_mb: (usage.ru_maxrss as u64) / 1024,
+        peak_rss_mb: peak_rss_kib / 1024,
+    }
+}
+
+/// The child's peak RSS: its `VmHWM`, read every 10 ms until it exits (the last reading holds
+/// the peak up to then). Not `ru_maxrss` from `wait4`: Linux folds the parent's high-water mark
+/// into it at exec (the child ran in a copy of the test binary, hundreds of MB in a full run).
+/// Readings count only once the child runs our binary, i.e. after its exec.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let binary = std::fs::canonicalize(env!("CARGO_BIN_EXE_codemode")).ok();
+    let mut peak = 0;
+    loop {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+        let Ok(status) = status else { return peak };
+        if exe.is_some() && exe == binary {
+            let hwm = status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                });
+            match hwm {
+                Some(kib) => peak = peak.max(kib),
+                // A zombie has no memory left to read: it has exited.
+                None => return peak,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
