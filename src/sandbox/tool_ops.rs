@@ -206,7 +206,6 @@ enum Admission {
         host: Arc<dyn ToolHost>,
         permits: Arc<Semaphore>,
         result_bytes: usize,
-        ledger: Arc<Ledger>,
     },
 }
 
@@ -312,7 +311,6 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         host: Arc::clone(&tools.host),
         permits: Arc::clone(&tools.in_flight),
         result_bytes: tools.result_bytes,
-        ledger: Arc::clone(&tools.ledger),
     }
 }
 
@@ -352,7 +350,6 @@ pub(crate) async fn op_codemode_tool_call(
         host,
         permits,
         result_bytes,
-        ledger,
     } = admission
     else {
         let Admission::Reject(error) = admission else {
@@ -361,6 +358,15 @@ pub(crate) async fn op_codemode_tool_call(
         return Err(error);
     };
     let path = request.path.clone();
+    // Taken only for a call that does not finish on its first poll (the hot path skips it).
+    let ledger = || {
+        let state = state.borrow();
+        let run = state.borrow::<RunState>();
+        run.tools
+            .as_ref()
+            .map(|tools| Arc::clone(&tools.ledger))
+            .unwrap_or_default()
+    };
     let response = match Arc::clone(&permits).try_acquire_owned() {
         Ok(permit) => {
             // Most calls complete on their first poll: no task, no extra wake-up.
@@ -368,7 +374,7 @@ pub(crate) async fn op_codemode_tool_call(
             match futures::poll!(&mut call) {
                 Poll::Ready(response) => response,
                 Poll::Pending => {
-                    in_own_task(&ledger, async move {
+                    in_own_task(&ledger(), async move {
                         let response = call.await;
                         drop(permit);
                         response
@@ -379,7 +385,7 @@ pub(crate) async fn op_codemode_tool_call(
         }
         // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait, in order.
         Err(_) => {
-            in_own_task(&ledger, async move {
+            in_own_task(&ledger(), async move {
                 match permits.acquire_owned().await {
                     Ok(_permit) => host.call(request).await,
                     Err(_) => ToolResponse::Err(
