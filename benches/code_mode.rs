@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use codemode::codemode::CodeMode;
+use codemode::harness::CodeMode;
 use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
 use codemode::{CallRequest, Pipeline, ToolDefinition, ToolRegistry};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -117,14 +117,17 @@ fn benches(c: &mut Criterion) {
         ..SandboxConfig::default()
     })
     .unwrap();
-    let code_mode = CodeMode::new(sandbox.clone(), limits);
     let pipeline = pipeline_with_tools();
-    code_mode.attach(pipeline.clone());
+    let code_mode = CodeMode::new(sandbox.clone(), limits, pipeline.clone());
 
     group.bench_function("run_overhead", |b| {
         b.iter_custom(|iters| {
             warm_runs(iters, &sandbox, || {
-                let outcome = host.block_on(code_mode.run("return 1;", Default::default()));
+                let outcome = host.block_on(code_mode.run(
+                    "return 1;",
+                    Default::default(),
+                    &Default::default(),
+                ));
                 assert!(outcome.is_ok());
             })
         })
@@ -136,6 +139,7 @@ fn benches(c: &mut Criterion) {
                 let outcome = host.block_on(code_mode.run(
                     "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1;",
                     Default::default(),
+                    &Default::default(),
                 ));
                 assert!(outcome.is_ok(), "{}", outcome.to_json());
             })
@@ -159,6 +163,7 @@ fn benches(c: &mut Criterion) {
                 let outcome = host.block_on(code_mode.run(
                     "const r = await Promise.all(Array.from({ length: 100 }, () => tools.sleep10({}))); return r.length;",
                     Default::default(),
+                    &Default::default(),
                 ));
                 assert!(outcome.is_ok(), "{}", outcome.to_json());
                 assert_eq!(outcome.value.as_ref().map(|v| v.get()), Some("100"));

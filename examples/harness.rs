@@ -1,9 +1,11 @@
-//! A minimal harness: one tool, Code Mode on top, and a `run_code` call through the pipeline.
-//! Run with `cargo run --example harness`.
+//! A minimal harness: two tools, a hook that asks about one of them, an approver, and Code Mode
+//! on top, built in one call. Run with `cargo run --example harness`.
+//!
+//! The program's `tools.add(...)` and `tools.delete_note(...)` calls each go through the inner
+//! pipeline (validation, the hook, the approver, events), exactly like direct calls.
 
-use codemode::codemode::{CodeMode, RUN_CODE};
-use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
-use codemode::{CallRequest, Pipeline, ToolDefinition, ToolRegistry};
+use codemode::pipeline::{ApprovalDecision, HookDecision, approver_fn, pre_hook_fn};
+use codemode::{Harness, ToolDefinition, ToolRegistry};
 use serde_json::{Value, json};
 
 #[tokio::main]
@@ -25,16 +27,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .parallel_safe()
             .build()?,
     )?;
-    let code_mode = CodeMode::new(Sandbox::new(SandboxConfig::default())?, Limits::default());
-    // The run_code description embeds the generated SDK of the tools registered so far.
-    registry.register(code_mode.tool(&registry)?)?;
-    let pipeline = Pipeline::builder(registry).build(); // + hooks, guards, approver, session log...
-    code_mode.attach(pipeline.clone());
+    registry.register(
+        ToolDefinition::builder("delete_note")
+            .description("Deletes a note by id")
+            .parameters(json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}))
+            .execute(|args: Value, _exec| async move { Ok(json!({"deleted": args["id"]})) })
+            .build()?,
+    )?;
 
-    let code = "const sums = await Promise.all([1, 2, 3].map((n) => tools.add({ a: n, b: 10 })));\nconsole.log('sums', sums);\nreturn sums.reduce((x, y) => x + y, 0);";
-    let outcome = pipeline
-        .call(CallRequest::new(RUN_CODE, json!({ "code": code })))
-        .await;
-    print!("{}", outcome.content);
+    // visible registry -> inner pipeline -> Code Mode -> run_code -> outer pipeline.
+    let harness = Harness::builder()
+        .inner(|pipeline| {
+            pipeline
+                .pre_hook(pre_hook_fn("ask-deletes", |call| {
+                    if call.path.starts_with("delete") {
+                        HookDecision::Ask {
+                            reason: "deletes data".into(),
+                        }
+                    } else {
+                        HookDecision::Allow
+                    }
+                }))
+                .approver(approver_fn(|request| {
+                    println!("approver: {} {}", request.call.path, request.call.args);
+                    ApprovalDecision::Approve
+                }))
+        })
+        .build(registry)?;
+
+    let code = "const sums = await Promise.all([1, 2, 3].map((n) => tools.add({ a: n, b: 10 })));\nconsole.log('sums', sums);\nawait tools.delete_note({ id: 7 });\nreturn sums.reduce((x, y) => x + y, 0);";
+    let outcome = harness.run(code).await?;
+    println!("status: {:?}", outcome.status);
+    print!("{}", codemode::sandbox::render(&outcome, usize::MAX));
     Ok(())
 }

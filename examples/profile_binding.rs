@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use codemode::codemode::CodeMode;
+use codemode::harness::CodeMode;
 use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
 use codemode::{Pipeline, ToolDefinition, ToolRegistry};
 use serde_json::json;
@@ -141,8 +141,8 @@ fn program(code: &str) -> Duration {
         ..SandboxConfig::default()
     })
     .unwrap();
-    let code_mode = CodeMode::new(sandbox.clone(), limits);
-    code_mode.attach(Pipeline::builder(tools()).pool_size(128).build());
+    let pipeline = Pipeline::builder(tools()).pool_size(128).build();
+    let code_mode = CodeMode::new(sandbox.clone(), limits, pipeline);
     while sandbox.warm_workers() < 1 {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -152,7 +152,7 @@ fn program(code: &str) -> Duration {
         .build()
         .unwrap();
     let started = Instant::now();
-    let outcome = host.block_on(code_mode.run(code, Default::default()));
+    let outcome = host.block_on(code_mode.run(code, Default::default(), &Default::default()));
     let elapsed = started.elapsed();
     assert!(outcome.is_ok(), "{}", outcome.to_json());
     elapsed

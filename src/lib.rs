@@ -13,8 +13,9 @@ compile_error!(
     "codemode: select exactly one engine: enable feature `quickjs` (the default) or `v8` (e.g. `--no-default-features --features v8`)."
 );
 
-pub mod cli;
-pub mod codemode;
+pub mod builtins;
+pub mod call;
+pub mod harness;
 pub mod mcp;
 pub mod pipeline;
 pub mod policy;
@@ -22,8 +23,9 @@ pub mod sandbox;
 pub mod schema;
 pub mod sdk;
 pub mod tool;
-pub mod tools;
 
+pub use call::{Extensions, Limits, RunId};
+pub use harness::{Harness, HarnessBuilder};
 pub use pipeline::{
     CallError, CallOutcome, CallRequest, CallStatus, Caller, ErrorCode, Pipeline, PipelineBuilder,
     Scope, ToolFailure,

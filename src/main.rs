@@ -1,6 +1,8 @@
+mod cli;
+
 fn main() {
     keep_programs_off_disk();
-    std::process::exit(codemode::cli::main());
+    std::process::exit(cli::main());
 }
 
 /// The QuickJS engine facade caches the bytecode of every script it runs under

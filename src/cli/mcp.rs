@@ -2,20 +2,42 @@
 //! visible tools), over the built-ins and upstream MCP servers, behind the policy.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use super::run::{open_logs, run_limits};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
+use super::wiring::{self, Logs, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::codemode::discovery::CATALOG_NAMESPACE;
-use crate::mcp::{
-    CatalogParts, CodemodeServer, Discovery, OuterFactory, PipelineFactory, serve_stdio,
-};
-use crate::pipeline::{CallLimits, EventSink, Pipeline};
-use crate::sandbox::{Sandbox, SandboxConfig};
+use codemode::harness::CATALOG_NAMESPACE;
+use codemode::harness::{AUTO_DISCOVERY_BYTES, Discovery};
+use codemode::mcp::{CatalogParts, CodemodeServer, serve_stdio};
+
+/// `--discovery`: whether the `run_code` description embeds the whole SDK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DiscoveryFlag {
+    /// Discovery when the whole SDK would exceed 64 KiB.
+    Auto,
+    /// Always discovery.
+    On,
+    /// Never: the whole SDK.
+    Off,
+}
+
+impl From<DiscoveryFlag> for Discovery {
+    fn from(flag: DiscoveryFlag) -> Discovery {
+        match flag {
+            DiscoveryFlag::Auto => Discovery::Auto,
+            DiscoveryFlag::On => Discovery::On,
+            DiscoveryFlag::Off => Discovery::Off,
+        }
+    }
+}
+
+const _: () = assert!(
+    AUTO_DISCOVERY_BYTES == 64 * 1024,
+    "the --discovery help says 64 KiB"
+);
 
 #[derive(Args)]
 #[command(
@@ -30,8 +52,8 @@ pub struct McpArgs {
     /// Progressive discovery: the run_code description shows only `catalog.search` and
     /// `catalog.describe` (and a count of tools per namespace) instead of the whole SDK. `auto`
     /// turns it on when the whole SDK would exceed 64 KiB.
-    #[arg(long, value_enum, default_value_t = Discovery::Auto)]
-    discovery: Discovery,
+    #[arg(long, value_enum, default_value_t = DiscoveryFlag::Auto)]
+    discovery: DiscoveryFlag,
     /// Wall-clock deadline of each run, in milliseconds [default: the policy's limits.timeout_ms,
     /// else 30000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -53,7 +75,7 @@ pub fn mcp(args: McpArgs) -> i32 {
     let Some(runtime) = runtime("mcp") else {
         return EXIT_FAILED;
     };
-    if args.discovery != Discovery::Off
+    if args.discovery != DiscoveryFlag::Off
         && let Some(flag) = args
             .sources
             .upstreams
@@ -69,7 +91,7 @@ pub fn mcp(args: McpArgs) -> i32 {
         return EXIT_USAGE;
     };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
-    let (session_log, audit_log) = match open_logs(&args.session_log, &args.audit_log) {
+    let logs = match Logs::open(&args.session_log, &args.audit_log) {
         Ok(logs) => logs,
         Err(message) => {
             eprintln!("codemode mcp: {message}");
@@ -77,54 +99,18 @@ pub fn mcp(args: McpArgs) -> i32 {
         }
     };
     let served = runtime.block_on(async {
-        let sandbox = Sandbox::new(SandboxConfig {
-            workers: 2,
-            limits: limits.clone(),
-            ..SandboxConfig::default()
-        })
-        .map_err(|e| e.to_string())?;
-        let recipe = sources.recipe();
-        let audit: Option<Arc<dyn EventSink>> =
-            audit_log.map(|log| Arc::new(log) as Arc<dyn EventSink>);
-        let call_limits = CallLimits {
-            max_arg_bytes: limits.call_arg_bytes as u64,
-            max_result_bytes: limits.call_result_bytes as u64,
-        };
-        let inner_log = session_log.clone();
-        let factory: PipelineFactory = Arc::new(move |registry, approver| {
-            let mut builder = recipe.builder(registry, approver).limits(call_limits);
-            if let Some(audit) = &audit {
-                builder = builder.shared_observer(Arc::clone(audit));
-            }
-            // Direct calls (`--expose-direct`) are durable; nested calls never are.
-            if let Some(log) = &inner_log {
-                builder = builder.session_log(Arc::clone(log));
-            }
-            builder
-        });
-        let outer: OuterFactory = Arc::new(move |registry| {
-            let mut builder = Pipeline::builder(registry).limits(CallLimits {
-                max_arg_bytes: u64::MAX,
-                max_result_bytes: u64::MAX,
-            });
-            if let Some(log) = &session_log {
-                builder = builder.session_log(Arc::clone(log));
-            }
-            builder
-        });
         let policy = sources.policy.clone();
         let parts = CatalogParts {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
-            factory,
-            outer,
-            visible: Arc::new(move |path: &str| policy.is_visible(path)),
-            sandbox,
-            limits,
+            harness: wiring::harness(&sources, limits, logs)
+                .workers(2)
+                .discovery(args.discovery.into()),
+            visible: std::sync::Arc::new(move |path: &str| policy.is_visible(path)),
             expose_direct: args.expose_direct,
-            discovery: args.discovery,
         };
-        let server = CodemodeServer::new(parts, sources.unavailable.clone())?;
+        let server =
+            CodemodeServer::new(parts, sources.unavailable.clone()).map_err(|e| e.to_string())?;
         eprintln!(
             "codemode mcp: serving {} on stdio",
             server.tool_names().join(", ")
@@ -133,7 +119,9 @@ pub fn mcp(args: McpArgs) -> i32 {
             .list_changed
             .take()
             .unwrap_or_else(|| tokio::sync::mpsc::unbounded_channel().1);
-        serve_stdio(server, list_changed).await
+        serve_stdio(server, list_changed)
+            .await
+            .map_err(|e| e.to_string())
     });
     // Upstream processes are killed with their connections; don't wait on stray tasks.
     runtime.shutdown_background();

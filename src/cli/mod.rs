@@ -7,6 +7,7 @@ mod run;
 mod sdk;
 mod sources;
 mod tools_file;
+mod wiring;
 
 use clap::{Parser, Subcommand};
 

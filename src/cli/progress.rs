@@ -7,7 +7,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::pipeline::{Caller, Event, EventSink};
+use codemode::pipeline::{Caller, Event, EventSink};
 
 /// A run shows live progress once it has lasted this long.
 pub const PROGRESS_AFTER: Duration = Duration::from_millis(300);

@@ -8,22 +8,17 @@
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
-use serde_json::json;
 
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
+use super::wiring::{self, Logs, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::codemode::{CodeMode, RUN_CODE};
-use crate::pipeline::{AuditLog, CallLimits, CallRequest, SessionLog, SessionLogOptions};
-use crate::policy::TerminalApprover;
-use crate::sandbox::{
-    Limits, MIB, RunError, RunOutcome, RunStatus, Sandbox, SandboxConfig, render, transpile,
-};
-use crate::{Pipeline, ToolRegistry};
+use codemode::pipeline::Approver;
+use codemode::policy::TerminalApprover;
+use codemode::sandbox::{RunError, RunOutcome, RunStatus, render, transpile};
 
 #[derive(Args)]
 #[command(
@@ -52,22 +47,6 @@ pub struct RunArgs {
     /// timing; never values) to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
-}
-
-/// The limits of a run: defaults, then the policy's `[limits]`, then the flags.
-pub fn run_limits(
-    policy: &crate::policy::PolicyLimits,
-    timeout_ms: Option<u64>,
-    heap_mb: Option<u64>,
-) -> Limits {
-    let mut limits = policy.apply(Limits::default());
-    if let Some(ms) = timeout_ms {
-        limits.deadline = Duration::from_millis(ms);
-    }
-    if let Some(mb) = heap_mb {
-        limits.heap_bytes = mb as usize * MIB;
-    }
-    limits
 }
 
 pub fn run(args: RunArgs) -> i32 {
@@ -103,7 +82,7 @@ pub fn run(args: RunArgs) -> i32 {
         }
         return EXIT_USAGE;
     }
-    let (session_log, audit_log) = match open_logs(&args.session_log, &args.audit_log) {
+    let logs = match Logs::open(&args.session_log, &args.audit_log) {
         Ok(logs) => logs,
         Err(message) => {
             eprintln!("codemode run: {message}");
@@ -111,67 +90,35 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     let outcome = runtime.block_on(async {
-        let sandbox = Sandbox::new(SandboxConfig {
-            workers: 1,
-            limits: limits.clone(),
-            ..SandboxConfig::default()
-        })
-        .map_err(|e| e.to_string())?;
-        let code_mode = CodeMode::new(sandbox, limits.clone());
-        let run_code = code_mode
-            .tool(&sources.visible())
-            .map_err(|e| format!("cannot build run_code: {e}"))?;
-
-        // Inner pipeline: the program's calls.
-        let approver = TerminalApprover::new();
+        let approver = Arc::new(TerminalApprover::new());
         let screen = approver.screen_lock();
         let progress = ProgressSink::default();
-        let mut inner = sources
-            .pipeline(Arc::new(approver))
-            .limits(CallLimits {
-                max_arg_bytes: limits.call_arg_bytes as u64,
-                max_result_bytes: limits.call_result_bytes as u64,
+        let observed = progress.clone();
+        let harness = wiring::harness(&sources, limits, logs)
+            .workers(1)
+            .inner(move |pipeline| {
+                let approver: Arc<dyn Approver> = approver.clone();
+                pipeline
+                    .shared_approver(approver)
+                    .observer(observed.clone())
             })
-            .observer(progress.clone());
-        if let Some(audit) = audit_log {
-            inner = inner.observer(audit);
-        }
-        code_mode.attach(inner.build());
-
-        // Outer pipeline: the run itself, durable in the session log.
-        let mut registry = ToolRegistry::new();
-        registry
-            .register(run_code)
-            .map_err(|e| format!("cannot register run_code: {e}"))?;
-        let mut outer = Pipeline::builder(registry).limits(CallLimits {
-            max_arg_bytes: u64::MAX,
-            max_result_bytes: u64::MAX,
-        });
-        if let Some(log) = session_log {
-            outer = outer.session_log(log);
-        }
-        let outer = outer.build();
-
+            .build(sources.visible())
+            .map_err(|e| e.to_string())?;
         // Ctrl-C stops the run, which still returns its outcome (status `cancelled`).
-        let on_ctrl_c = code_mode.clone();
+        let code_mode = harness.code_mode().clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.stop_all();
+                code_mode.stop_all();
             }
         });
         let display = std::io::stderr()
             .is_terminal()
             .then(|| ProgressDisplay::start(progress, screen));
-        let call = outer.call(CallRequest::new(RUN_CODE, json!({ "code": source })));
-        let result = call.await;
+        let outcome = harness.run(&source).await;
         if let Some(display) = display {
             display.finish();
         }
-        match result.result() {
-            Ok(value) => serde_json::from_str::<RunOutcome>(&value.to_string())
-                .map_err(|e| format!("the run's outcome could not be read back: {e}")),
-            Err(e) => Err(format!("the run failed: {}", e.message)),
-        }
+        outcome.map_err(|e| e.to_string())
     });
     // A prompt still waiting on the terminal must not keep the process alive.
     runtime.shutdown_background();
@@ -191,28 +138,6 @@ pub fn run(args: RunArgs) -> i32 {
         }
     }
     if outcome.is_ok() { 0 } else { EXIT_FAILED }
-}
-
-/// Open `--session-log` and `--audit-log` for appending; an error is an input error.
-pub(super) fn open_logs(
-    session_log: &Option<PathBuf>,
-    audit_log: &Option<PathBuf>,
-) -> Result<(Option<Arc<SessionLog>>, Option<AuditLog>), String> {
-    let cannot = |flag: &str, path: &PathBuf, e: std::io::Error| {
-        format!("{flag} {}: cannot open for appending: {e}", path.display())
-    };
-    let session_log = match session_log {
-        Some(path) => Some(Arc::new(
-            SessionLog::open(path, SessionLogOptions::default())
-                .map_err(|e| cannot("--session-log", path, e))?,
-        )),
-        None => None,
-    };
-    let audit_log = match audit_log {
-        Some(path) => Some(AuditLog::open(path).map_err(|e| cannot("--audit-log", path, e))?),
-        None => None,
-    };
-    Ok((session_log, audit_log))
 }
 
 /// The closing line on stderr (human mode, runs that called tools).
@@ -259,29 +184,4 @@ fn read_program(path: &PathBuf, max_bytes: usize) -> Result<String, String> {
         return Err(format!("{name}: the program is empty"));
     }
     Ok(source)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::PolicyLimits;
-
-    #[test]
-    fn flags_beat_the_policy_which_beats_the_defaults() {
-        let policy = PolicyLimits {
-            timeout_ms: Some(1000),
-            heap_mb: Some(64),
-            max_tool_calls: Some(5),
-            ..PolicyLimits::default()
-        };
-        let limits = run_limits(&policy, None, None);
-        assert_eq!(limits.deadline, Duration::from_millis(1000));
-        assert_eq!(limits.heap_bytes, 64 * MIB);
-        assert_eq!(limits.tool_calls, 5);
-        let limits = run_limits(&policy, Some(2000), Some(32));
-        assert_eq!(limits.deadline, Duration::from_millis(2000));
-        assert_eq!(limits.heap_bytes, 32 * MIB);
-        let limits = run_limits(&PolicyLimits::default(), None, None);
-        assert_eq!(limits, Limits::default());
-    }
 }

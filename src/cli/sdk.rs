@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::sources::{self, SourceArgs, Sources};
 use super::{EXIT_FAILED, EXIT_USAGE};
-use crate::codemode::{sdk_for, visible_tools};
+use codemode::harness::{sdk_for, visible_tools};
 
 #[derive(Args)]
 #[command(

@@ -3,22 +3,19 @@
 //! `--policy FILE` (without it, the built-in [`Policy::default_policy`]).
 //!
 //! A new source registers its tools into [`Sources::registry`] in [`load`]; the policy's visible
-//! filter, hook and the approver apply to every source alike.
+//! filter, hook and the approver apply to every source alike (see [`super::wiring`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
 use super::tools_file::load_mock_registry;
-use crate::PipelineBuilder;
-use crate::codemode::RUN_CODE;
-use crate::mcp::{UpstreamSource, UpstreamSpec, start_upstreams};
-use crate::pipeline::Approver;
-use crate::policy::Policy;
-use crate::tool::ToolRegistry;
-use crate::tools::BuiltinTools;
+use codemode::builtins::BuiltinTools;
+use codemode::harness::RUN_CODE;
+use codemode::mcp::{DEFAULT_STARTUP_TIMEOUT, UpstreamSource, UpstreamSpec, start_upstreams};
+use codemode::policy::Policy;
+use codemode::tool::ToolRegistry;
 
 /// The source and policy flags of `run`, `sdk` and `tools`.
 #[derive(Args, Clone, Debug, Default)]
@@ -45,7 +42,7 @@ pub struct SourceArgs {
     #[arg(long = "upstream-env", value_name = "NS:KEY[=VALUE]")]
     pub upstream_env: Vec<String>,
     /// How long an upstream may take to start and list its tools, in milliseconds.
-    #[arg(long, value_name = "N", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_STARTUP_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub upstream_timeout_ms: u64,
 }
 
@@ -67,28 +64,6 @@ pub struct Sources {
     pub unavailable: Vec<String>,
     /// Namespaces of started upstreams whose tool list changed.
     pub list_changed: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
-}
-
-/// How every pipeline over these sources is made: the policy hook and the path guard. Cheap to
-/// clone, so a server can rebuild its pipeline when an upstream's tool list changes.
-#[derive(Clone)]
-pub struct PipelineRecipe {
-    policy: Policy,
-    builtins: Option<BuiltinTools>,
-}
-
-impl PipelineRecipe {
-    /// A pipeline builder over `registry` with the policy hook, the built-ins' path guard and
-    /// `approver` for asks (the terminal for `run`, elicitation for MCP).
-    pub fn builder(&self, registry: ToolRegistry, approver: Arc<dyn Approver>) -> PipelineBuilder {
-        let mut builder = PipelineBuilder::new(registry)
-            .pre_hook(self.policy.pre_hook())
-            .shared_approver(approver);
-        if let Some(builtins) = &self.builtins {
-            builder = builder.guard(builtins.guard());
-        }
-        builder
-    }
 }
 
 /// Loads the policy and builds the registry from the flags. Errors are input errors (exit 2),
@@ -120,7 +95,7 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
     }
     let mut upstream_specs = Vec::new();
     for flag in &args.upstreams {
-        let spec = UpstreamSpec::parse(flag)?;
+        let spec = UpstreamSpec::parse(flag).map_err(|e| e.to_string())?;
         if upstream_specs
             .iter()
             .any(|s: &UpstreamSpec| s.namespace == spec.namespace)
@@ -141,7 +116,8 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
         }
         upstream_specs.push(spec);
     }
-    UpstreamSpec::apply_env_flags(&mut upstream_specs, &args.upstream_env)?;
+    UpstreamSpec::apply_env_flags(&mut upstream_specs, &args.upstream_env)
+        .map_err(|e| e.to_string())?;
     Ok(Sources {
         base: registry.clone(),
         registry,
@@ -171,17 +147,9 @@ impl Sources {
         }
     }
 
-    /// A pipeline builder over the visible tools, with the path guard of the built-ins, the
-    /// policy hook and `approver` for its asks (the terminal for `run`, elicitation for MCP).
-    pub fn pipeline(&self, approver: Arc<dyn Approver>) -> PipelineBuilder {
-        self.recipe().builder(self.visible(), approver)
-    }
-
-    pub fn recipe(&self) -> PipelineRecipe {
-        PipelineRecipe {
-            policy: self.policy.clone(),
-            builtins: self.builtins.clone(),
-        }
+    /// The built-in tools, with `--root`.
+    pub fn builtins(&self) -> Option<&BuiltinTools> {
+        self.builtins.as_ref()
     }
 
     /// The tools that never change (mock tools and built-ins).

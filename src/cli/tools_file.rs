@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use crate::ToolDefinition;
-use crate::schema::import_tools;
-use crate::tool::ToolRegistry;
+use codemode::ToolDefinition;
+use codemode::schema::import_tools;
+use codemode::tool::ToolRegistry;
 
 /// Read and register the tools of `path`. Errors are input errors, ready to print.
 pub fn load_mock_registry(path: &Path) -> Result<ToolRegistry, String> {

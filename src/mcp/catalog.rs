@@ -1,41 +1,32 @@
 //! The tool catalog the server serves: the static tools (built-ins), the upstreams' current tool
-//! lists, `run_code` over the visible set, and the pipelines they run through. Rebuilt when an
-//! upstream says its tool list changed; a run in progress keeps the catalog it started with.
+//! lists, and the [`Harness`] over the visible set. Rebuilt when an upstream says its tool list
+//! changed; a run in progress keeps the catalog it started with.
 //!
-//! Two pipelines, as in `codemode run`: the *outer* one holds only `run_code` (its call is the
-//! durable one); the *inner* one holds the visible tools with the policy, the guards and the
-//! elicitation approver, and serves both the nested calls of runs and, with `--expose-direct`,
-//! direct calls. So the policy judges tool calls, never the act of running a program.
+//! The harness's outer pipeline holds only `run_code` (its call is the durable one); the inner
+//! one holds the visible tools with the policy, the guards and the elicitation approver, and
+//! serves both the nested calls of runs and, with `--expose-direct`, direct calls. So the policy
+//! judges tool calls, never the act of running a program.
 
+use std::fmt;
 use std::sync::Arc;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
-use super::approve::ElicitationApprover;
-use super::live::{LiveRequests, ProgressObserver};
 use super::upstream::{Upstream, UpstreamError};
-use crate::codemode::discovery::{CATALOG_NAMESPACE, discovery_sdk, register_discovery};
-use crate::codemode::{CodeMode, RUN_CODE, sdk_for};
-use crate::pipeline::{Approver, Pipeline, PipelineBuilder};
-use crate::sandbox::{Limits, Sandbox};
+use crate::harness::{Harness, HarnessBuilder, HarnessError, RUN_CODE};
 use crate::schema::ToolSpec;
 use crate::tool::{ToolDefinition, ToolRegistry};
-
-/// Makes the inner pipeline's builder for a registry, with the given approver: policy, guards,
-/// audit log, call limits. The server adds its progress observer, then builds.
-pub type PipelineFactory =
-    Arc<dyn Fn(ToolRegistry, Arc<dyn Approver>) -> PipelineBuilder + Send + Sync>;
-
-/// Makes the outer pipeline's builder (the `run_code` call; the session log goes here).
-pub type OuterFactory = Arc<dyn Fn(ToolRegistry) -> PipelineBuilder + Send + Sync>;
 
 /// Whether a sandbox path is visible (the policy's filter).
 pub type VisibleFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// An upstream and the tool list it last gave.
+#[derive(Debug)]
 pub struct UpstreamSource {
+    /// The connection.
     pub upstream: Upstream,
+    /// Its tools, as it last listed them.
     pub specs: Vec<ToolSpec>,
 }
 
@@ -43,46 +34,50 @@ pub struct UpstreamSource {
 pub struct CatalogParts {
     /// Tools that never change (the built-ins, mock tools).
     pub base: ToolRegistry,
+    /// The upstream servers that started.
     pub upstreams: Vec<UpstreamSource>,
-    pub factory: PipelineFactory,
-    pub outer: OuterFactory,
+    /// How the harness over the visible tools is built (limits, discovery, the inner
+    /// pipeline's policy and logs). The server adds its approver and progress observer.
+    pub harness: HarnessBuilder,
+    /// Which tools programs see.
     pub visible: VisibleFilter,
-    pub sandbox: Sandbox,
-    pub limits: Limits,
     /// Also list the visible tools themselves beside `run_code` (hybrid mode).
     pub expose_direct: bool,
-    pub discovery: Discovery,
 }
 
-/// Whether the `run_code` description embeds the whole SDK or only the discovery tools
-/// (`catalog.search`, `catalog.describe`; see [`crate::codemode::discovery`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Discovery {
-    /// Discovery when the whole SDK would be larger than [`AUTO_DISCOVERY_BYTES`].
-    #[default]
-    Auto,
-    On,
-    Off,
+impl fmt::Debug for CatalogParts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CatalogParts")
+            .field("base", &self.base.len())
+            .field("upstreams", &self.upstreams)
+            .field("harness", &self.harness)
+            .field("expose_direct", &self.expose_direct)
+            .finish_non_exhaustive()
+    }
 }
 
-/// The SDK size above which `Discovery::Auto` switches to discovery.
-pub const AUTO_DISCOVERY_BYTES: usize = 64 * 1024;
+/// Why a catalog could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Two sources clash, or an upstream failed to list its tools.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// The harness over the visible tools could not be built.
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+}
 
 /// One built catalog.
 pub(crate) struct Catalog {
-    /// Holds `run_code`.
-    pub outer: Pipeline,
-    /// Holds the visible tools.
-    pub inner: Pipeline,
-    /// Runs the programs (to stop one by id when its request is cancelled).
-    pub code_mode: CodeMode,
+    pub(crate) harness: Harness,
     /// What `tools/list` answers.
-    pub tools: Vec<Tool>,
+    pub(crate) tools: Vec<Tool>,
 }
 
-/// Build the registry of `parts`: base, then every upstream under its namespace, filtered to the
-/// visible set. Errors name the clash.
-pub fn visible_registry(parts: &CatalogParts) -> Result<ToolRegistry, UpstreamError> {
+/// Builds the registry of `parts`: base, then every upstream under its namespace, filtered to
+/// the visible set. Errors name the clash.
+pub(crate) fn visible_registry(parts: &CatalogParts) -> Result<ToolRegistry, UpstreamError> {
     let mut registry = parts.base.clone();
     for source in &parts.upstreams {
         source.upstream.register(&source.specs, &mut registry)?;
@@ -91,53 +86,12 @@ pub fn visible_registry(parts: &CatalogParts) -> Result<ToolRegistry, UpstreamEr
     Ok(registry.filtered(|tool| visible(&tool.path)))
 }
 
-pub(crate) fn build(
-    parts: &CatalogParts,
-    live: &Arc<LiveRequests>,
-) -> Result<Catalog, UpstreamError> {
-    let visible = visible_registry(parts)?;
-    let code_mode = CodeMode::new(parts.sandbox.clone(), parts.limits.clone());
-    let full_sdk = sdk_for(&visible);
-    let discovery = match parts.discovery {
-        Discovery::On => true,
-        Discovery::Off => false,
-        Discovery::Auto => full_sdk.len() > AUTO_DISCOVERY_BYTES,
-    };
-    // What programs can call: the visible tools, plus `catalog.*` in discovery mode.
-    let mut callable = visible.clone();
-    let description = if discovery {
-        register_discovery(&mut callable, &visible).map_err(|e| UpstreamError {
-            namespace: CATALOG_NAMESPACE.into(),
-            message: format!(
-                "progressive discovery needs the namespace `{CATALOG_NAMESPACE}`: {e}"
-            ),
-        })?;
-        code_mode.description_with_sdk(&discovery_sdk(&visible))
-    } else {
-        code_mode.description_with_sdk(&full_sdk)
-    };
-    let approver: Arc<dyn Approver> = Arc::new(ElicitationApprover(Arc::clone(live)));
-    let inner = (parts.factory)(callable.clone(), approver)
-        .observer(ProgressObserver(Arc::clone(live)))
-        .build();
-    code_mode.attach(inner.clone());
-    let run_code_error = |message: String| UpstreamError {
-        namespace: RUN_CODE.into(),
-        message,
-    };
-    let run_code = code_mode
-        .tool_with_description(description)
-        .map_err(|e| run_code_error(e.to_string()))?;
+pub(crate) fn build(parts: &CatalogParts) -> Result<Catalog, CatalogError> {
+    let harness = parts.harness.build(visible_registry(parts)?)?;
     // The listing shows exactly the definition the outer pipeline serves.
-    let listed = run_code_tool(&run_code);
-    let mut outer_registry = ToolRegistry::new();
-    outer_registry
-        .register(run_code)
-        .map_err(|e| run_code_error(e.to_string()))?;
-    let outer = (parts.outer)(outer_registry).build();
-
-    let mut tools = vec![listed];
+    let mut tools = vec![run_code_tool(harness.run_code())];
     if parts.expose_direct {
+        let visible = harness.visible();
         tools.extend(visible.tools().into_iter().map(|info| {
             // Concurrency-safe tools are the reads and searches (and upstream `readOnlyHint` tools).
             let read_only = visible
@@ -154,12 +108,7 @@ pub(crate) fn build(
             tool
         }));
     }
-    Ok(Catalog {
-        outer,
-        inner,
-        code_mode,
-        tools,
-    })
+    Ok(Catalog { harness, tools })
 }
 
 fn run_code_tool(run_code: &ToolDefinition) -> Tool {
@@ -179,7 +128,7 @@ fn as_object(schema: Value) -> Map<String, Value> {
     }
 }
 
-/// Re-list one upstream's tools after it said they changed.
+/// Re-lists one upstream's tools after it said they changed.
 pub(crate) async fn refresh_upstream(
     parts: &mut CatalogParts,
     namespace: &str,

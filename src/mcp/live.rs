@@ -1,9 +1,8 @@
 //! What the server knows about each `tools/call` in progress: where its progress notifications go
-//! and how its approvals are asked. Nested calls of a run are matched to their request by run id
-//! (the handler chooses it with [`crate::codemode::with_run_id`]); direct calls (`--expose-direct`)
-//! run inside the request's own task and find it through a task-local.
+//! and how its approvals are asked. The handler puts the request's [`LiveRequest`] on the call
+//! as an extension; a `run_code` call hands its extensions on to every nested call, so the
+//! approver and the progress observer find the request on the call itself.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +10,8 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::pipeline::{Caller, Event, EventSink};
+use crate::call::{Caller, Extensions};
+use crate::pipeline::{Event, EventSink};
 
 /// How an `ask` is put to the client for one request.
 pub(crate) enum AskRoute {
@@ -26,35 +26,43 @@ pub(crate) enum AskRoute {
 
 /// An approval waiting for the client's answer.
 pub(crate) struct PendingAsk {
-    pub message: String,
-    pub reply: oneshot::Sender<bool>,
+    pub(crate) message: String,
+    pub(crate) reply: oneshot::Sender<bool>,
 }
 
 /// One request in progress.
 pub(crate) struct LiveRequest {
-    pub peer: Peer<RoleServer>,
+    peer: Peer<RoleServer>,
     /// The token of the request that currently awaits the call: an MRTR retry brings its own.
     progress_token: Mutex<Option<ProgressToken>>,
-    pub asks: AskRoute,
+    pub(crate) asks: AskRoute,
     progress: AtomicU64,
+    queue: ProgressQueue,
 }
 
 impl LiveRequest {
-    pub fn new(
+    pub(crate) fn new(
         peer: Peer<RoleServer>,
         progress_token: Option<ProgressToken>,
         asks: AskRoute,
+        queue: ProgressQueue,
     ) -> Self {
         LiveRequest {
             peer,
             progress_token: Mutex::new(progress_token),
             asks,
             progress: AtomicU64::new(0),
+            queue,
         }
     }
 
+    /// The request a call belongs to, from the call's extensions.
+    pub(crate) fn of(extensions: &Extensions) -> Option<&Arc<LiveRequest>> {
+        extensions.get::<Arc<LiveRequest>>()
+    }
+
     /// Progress now goes to the request that resumed the call (or nowhere, without a token).
-    pub fn set_progress_token(&self, token: Option<ProgressToken>) {
+    pub(crate) fn set_progress_token(&self, token: Option<ProgressToken>) {
         *self
             .progress_token
             .lock()
@@ -67,6 +75,15 @@ impl LiveRequest {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+
+    fn report(self: &Arc<Self>, message: String) {
+        if self.progress_token().is_some() {
+            let _ = self
+                .queue
+                .0
+                .send(ProgressItem::Report(Arc::clone(self), message));
+        }
+    }
 }
 
 /// What the progress task is asked to do, in order.
@@ -77,21 +94,14 @@ enum ProgressItem {
     Flush(oneshot::Sender<()>),
 }
 
-tokio::task_local! {
-    /// The request a direct call (`--expose-direct`) belongs to.
-    pub(crate) static CURRENT_REQUEST: Arc<LiveRequest>;
-}
+/// The queue progress notifications go through, in order. Events are emitted synchronously on
+/// sandbox worker threads, which must not wait on the client's pipe. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ProgressQueue(mpsc::UnboundedSender<ProgressItem>);
 
-/// Requests in progress by run id, and the queue their progress notifications go through.
-pub(crate) struct LiveRequests {
-    by_run: Mutex<HashMap<Arc<str>, Arc<LiveRequest>>>,
-    progress: mpsc::UnboundedSender<ProgressItem>,
-}
-
-impl LiveRequests {
-    /// The registry, and the task that sends progress notifications in order (events are emitted
-    /// synchronously on sandbox worker threads, which must not wait on the client's pipe).
-    pub fn start() -> Arc<LiveRequests> {
+impl ProgressQueue {
+    /// The queue, and the task that sends its notifications. Call inside a Tokio runtime.
+    pub(crate) fn start() -> ProgressQueue {
         let (tx, mut rx) = mpsc::unbounded_channel::<ProgressItem>();
         tokio::spawn(async move {
             while let Some(item) = rx.recv().await {
@@ -112,80 +122,40 @@ impl LiveRequests {
                 let _ = request.peer.notify_progress(param).await;
             }
         });
-        Arc::new(LiveRequests {
-            by_run: Mutex::new(HashMap::new()),
-            progress: tx,
-        })
+        ProgressQueue(tx)
     }
 
-    /// Track `request` under `run_id` until the guard is dropped.
-    pub fn track(self: &Arc<Self>, run_id: Arc<str>, request: Arc<LiveRequest>) -> Tracked {
-        self.lock().insert(Arc::clone(&run_id), request);
-        Tracked {
-            requests: Arc::clone(self),
-            run_id,
-        }
-    }
-
-    pub fn for_caller(&self, caller: &Caller) -> Option<Arc<LiveRequest>> {
-        match caller {
-            Caller::CodeMode { run_id, .. } => self.lock().get(run_id).cloned(),
-            Caller::Direct => CURRENT_REQUEST.try_with(Arc::clone).ok(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<LiveRequest>>> {
-        self.by_run.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn report(&self, caller: &Caller, message: String) {
-        if let Some(request) = self.for_caller(caller)
-            && request.progress_token().is_some()
-        {
-            let _ = self.progress.send(ProgressItem::Report(request, message));
-        }
-    }
-
-    /// Wait until the progress queued so far has been sent.
-    pub async fn flush_progress(&self) {
+    /// Waits until the progress queued so far has been sent.
+    pub(crate) async fn flush(&self) {
         let (done, sent) = oneshot::channel();
-        if self.progress.send(ProgressItem::Flush(done)).is_ok() {
+        if self.0.send(ProgressItem::Flush(done)).is_ok() {
             let _ = sent.await;
         }
     }
 }
 
-/// Removes a tracked request when its `tools/call` is done.
-pub(crate) struct Tracked {
-    requests: Arc<LiveRequests>,
-    run_id: Arc<str>,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.requests.lock().remove(&self.run_id);
-    }
-}
-
 /// Turns the nested calls of a run into progress notifications of its request.
-pub(crate) struct ProgressObserver(pub Arc<LiveRequests>);
+pub(crate) struct ProgressObserver;
 
 impl EventSink for ProgressObserver {
     fn emit(&self, event: &Event) {
         match event {
             Event::Call(call) if matches!(call.caller, Caller::CodeMode { .. }) => {
-                self.0
-                    .report(&call.caller, format!("calling {}", call.tool));
+                if let Some(request) = LiveRequest::of(&call.extensions) {
+                    request.report(format!("calling {}", call.tool));
+                }
             }
             Event::Result(result) if matches!(result.caller, Caller::CodeMode { .. }) => {
-                let outcome = match &result.code {
-                    Some(code) => format!("failed with {code}"),
-                    None => "done".to_string(),
-                };
-                self.0.report(
-                    &result.caller,
-                    format!("{} {outcome} in {:.1} ms", result.tool, result.duration_ms),
-                );
+                if let Some(request) = LiveRequest::of(&result.extensions) {
+                    let outcome = match &result.code {
+                        Some(code) => format!("failed with {code}"),
+                        None => "done".to_string(),
+                    };
+                    request.report(format!(
+                        "{} {outcome} in {:.1} ms",
+                        result.tool, result.duration_ms
+                    ));
+                }
             }
             _ => {}
         }

@@ -3,26 +3,26 @@
 //!
 //! - [`upstream`]: an upstream server as a tool source (child process, minimal environment).
 //! - [`content`]: an upstream result as a canonical value.
-//! - [`catalog`]: the tools served, rebuilt when an upstream's list changes.
-//! - [`server`]: the `ServerHandler` (progress, cancellation, elicitation approvals).
+//! - `catalog`: the tools served, rebuilt when an upstream's list changes.
+//! - `server`: the `ServerHandler` (progress, cancellation, elicitation approvals), and
+//!   `in_flight`: calls in progress and the multi round-trip suspension of MCP 2026-07-28.
 
-mod approve;
-pub mod catalog;
-pub mod content;
+mod catalog;
+mod content;
+mod elicitation;
+mod in_flight;
 mod live;
-pub mod server;
-pub mod upstream;
+mod server;
+mod upstream;
 
 use std::time::Duration;
 
 use rmcp::ServiceExt;
 use tokio::sync::mpsc;
 
-pub use catalog::{
-    CatalogParts, Discovery, OuterFactory, PipelineFactory, UpstreamSource, VisibleFilter,
-};
+pub use catalog::{CatalogError, CatalogParts, UpstreamSource, VisibleFilter};
 pub use server::CodemodeServer;
-pub use upstream::{Upstream, UpstreamError, UpstreamSpec};
+pub use upstream::{DEFAULT_STARTUP_TIMEOUT, FlagError, Upstream, UpstreamError, UpstreamSpec};
 
 /// The upstreams that started, the ones that did not (with the reason), and the stream of
 /// "tools changed" notices from the ones that did.
@@ -61,12 +61,24 @@ pub async fn start_upstreams(specs: &[UpstreamSpec], timeout: Duration) -> Start
     }
 }
 
+/// Why [`serve_stdio`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The MCP handshake with the client failed.
+    #[error("the MCP session did not start: {0}")]
+    Start(#[source] rmcp::service::ServerInitializeError),
+    /// The session's task failed.
+    #[error("the MCP session ended with an error: {0}")]
+    Ended(#[source] tokio::task::JoinError),
+}
+
 /// Serve `server` on stdin/stdout until the client disconnects, refreshing the catalog whenever an
 /// upstream reports a changed tool list.
 pub async fn serve_stdio(
     server: CodemodeServer,
     mut list_changed: mpsc::UnboundedReceiver<String>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let refresher = server.clone();
     let refreshing = tokio::spawn(async move {
         while let Some(first) = list_changed.recv().await {
@@ -86,8 +98,8 @@ pub async fn serve_stdio(
             .waiting()
             .await
             .map(|_| ())
-            .map_err(|e| format!("the MCP session ended with an error: {e}")),
-        Err(e) => Err(format!("the MCP session did not start: {e}")),
+            .map_err(ServeError::Ended),
+        Err(e) => Err(ServeError::Start(e)),
     };
     refreshing.abort();
     server.shutdown().await;

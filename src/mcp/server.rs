@@ -8,96 +8,30 @@
 //! before protocol 2026-07-28, an `InputRequiredResult` round trip on 2026-07-28 (the run waits,
 //! suspended, for the client's retry).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, Implementation, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::approve::{approval_form, approves};
-use super::catalog::{self, Catalog, CatalogParts};
-use super::live::{AskRoute, CURRENT_REQUEST, LiveRequest, LiveRequests, PendingAsk};
-use crate::codemode::{CodeMode, RUN_CODE, with_run_id};
-use crate::pipeline::{CallOutcome, CallRequest, DEFAULT_APPROVAL_TIMEOUT};
-use crate::sandbox::new_run_id;
-
-/// How long a call suspended on an approval waits for the client's retry before it is stopped:
-/// the approver's own timeout, after which the answer could no longer count anyway.
-const SUSPENDED_TTL: Duration = DEFAULT_APPROVAL_TIMEOUT;
-/// The key of the approval in `inputRequests` / `inputResponses`.
-const APPROVAL_KEY: &str = "approval";
+use super::catalog::{self, Catalog, CatalogError, CatalogParts};
+use super::elicitation::ElicitationApprover;
+use super::in_flight::{InFlight, Step, Stop, Suspended};
+use super::live::{AskRoute, LiveRequest, PendingAsk, ProgressObserver, ProgressQueue};
+use crate::call::RunId;
+use crate::harness::RUN_CODE;
+use crate::pipeline::{CallOutcome, CallRequest};
+use crate::sandbox::RunOutcome;
 
 const INSTRUCTIONS: &str = "Call `run_code` with a TypeScript program (the body of an async function) \
 that uses the typed `tools` SDK shown in its description. Only what the program prints and returns \
 comes back, so filter and join data inside the program.";
-
-/// A call in progress, possibly suspended between two requests of one MRTR exchange.
-struct InFlight {
-    /// The tool called (an MRTR retry must name the same one).
-    name: String,
-    task: JoinHandle<CallOutcome>,
-    /// The catalog the call started with (its tools decide the shape of the result).
-    catalog: Arc<Catalog>,
-    request: Arc<LiveRequest>,
-    asks: mpsc::UnboundedReceiver<PendingAsk>,
-    stop: Stop,
-    /// Whether dropping this stops the call: yes while a request awaits it (the SDK drops the
-    /// handler of a cancelled request), no while it is suspended waiting for the client's retry.
-    armed: bool,
-    /// The approver's reply channel while the client is being asked.
-    waiting: Option<oneshot::Sender<bool>>,
-}
-
-/// How a call in progress is stopped.
-#[derive(Clone)]
-enum Stop {
-    /// A run: stopped by id, so it still returns its outcome (status `cancelled`), which is
-    /// what the durable log records. Before the run has started (queued behind the scheduler),
-    /// the call itself is cancelled instead.
-    Run {
-        code_mode: CodeMode,
-        run_id: Arc<str>,
-        call: CancellationToken,
-    },
-    /// A direct call: cancelled through the pipeline (`CANCELLED`).
-    Call(CancellationToken),
-}
-
-impl Stop {
-    fn stop(&self) {
-        match self {
-            Stop::Run {
-                code_mode,
-                run_id,
-                call,
-            } => {
-                if !code_mode.stop_run(run_id) {
-                    call.cancel();
-                }
-            }
-            Stop::Call(token) => token.cancel(),
-        }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if self.armed {
-            self.stop.stop();
-        }
-    }
-}
 
 /// The `ServerHandler`. Cheap to clone (the SDK clones it per session).
 #[derive(Clone)]
@@ -105,11 +39,20 @@ pub struct CodemodeServer {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for CodemodeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodemodeServer")
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
 struct Shared {
     parts: tokio::sync::Mutex<CatalogParts>,
     catalog: RwLock<Arc<Catalog>>,
-    live: Arc<LiveRequests>,
-    suspended: Mutex<HashMap<String, InFlight>>,
+    progress: ProgressQueue,
+    /// Calls suspended on an approval, by their `requestState`.
+    suspended: Arc<Suspended>,
     peer: Mutex<Option<rmcp::Peer<RoleServer>>>,
     /// Upstreams that could not start: shown in the server's instructions.
     unavailable: Vec<String>,
@@ -120,15 +63,24 @@ impl CodemodeServer {
     ///
     /// # Errors
     /// A clash between sources (names or namespaces), with both parties named.
-    pub fn new(parts: CatalogParts, unavailable: Vec<String>) -> Result<CodemodeServer, String> {
-        let live = LiveRequests::start();
-        let catalog = catalog::build(&parts, &live).map_err(|e| e.to_string())?;
+    pub fn new(
+        mut parts: CatalogParts,
+        unavailable: Vec<String>,
+    ) -> Result<CodemodeServer, CatalogError> {
+        // Asks go to the user of the request a call belongs to; nested calls report progress
+        // to it. Both find the request on the call's extensions.
+        parts.harness = parts.harness.inner(|pipeline| {
+            pipeline
+                .shared_approver(Arc::new(ElicitationApprover))
+                .observer(ProgressObserver)
+        });
+        let catalog = catalog::build(&parts)?;
         Ok(CodemodeServer {
             shared: Arc::new(Shared {
                 parts: tokio::sync::Mutex::new(parts),
                 catalog: RwLock::new(Arc::new(catalog)),
-                live,
-                suspended: Mutex::new(HashMap::new()),
+                progress: ProgressQueue::start(),
+                suspended: Arc::default(),
                 peer: Mutex::new(None),
                 unavailable,
             }),
@@ -159,8 +111,8 @@ impl CodemodeServer {
     pub async fn refresh(&self, namespace: &str) {
         let mut parts = self.shared.parts.lock().await;
         let rebuilt = match catalog::refresh_upstream(&mut parts, namespace).await {
-            Ok(()) => catalog::build(&parts, &self.shared.live),
-            Err(e) => Err(e),
+            Ok(()) => catalog::build(&parts),
+            Err(e) => Err(e.into()),
         };
         match rebuilt {
             Ok(catalog) => {
@@ -205,35 +157,31 @@ impl CodemodeServer {
             context.peer.clone(),
             context.meta.get_progress_token(),
             ask_route(context, ask_tx),
+            self.shared.progress.clone(),
         ));
-        let run_id: Arc<str> = new_run_id().into();
-        let tracked = self
-            .shared
-            .live
-            .track(Arc::clone(&run_id), Arc::clone(&live));
+        let run_id = RunId::fresh();
         let cancel = CancellationToken::new();
-        let call = CallRequest::new(&name, args).cancel_token(cancel.clone());
+        // The request travels with the call (and, for a run, with every nested call).
+        let call = CallRequest::new(&name, args)
+            .cancel_token(cancel.clone())
+            .extension(Arc::clone(&live))
+            .extension(run_id.clone());
+        let harness = &catalog.harness;
         let (call, pipeline, stop) = if name == RUN_CODE {
             let stop = Stop::Run {
-                code_mode: catalog.code_mode.clone(),
-                run_id: Arc::clone(&run_id),
+                code_mode: harness.code_mode().clone(),
+                run_id,
                 call: cancel,
             };
             // Each request's run is exclusive in its own scope: concurrent requests run side
             // by side (their nested calls have scopes of their own anyway).
-            let call = call.scope(catalog.outer.root_scope().child());
-            (call, catalog.outer.clone(), stop)
+            let call = call.scope(harness.outer().root_scope().sibling());
+            (call, harness.outer().clone(), stop)
         } else {
-            (call, catalog.inner.clone(), Stop::Call(cancel))
+            (call, harness.inner().clone(), Stop::Call(cancel))
         };
-        let run =
-            CURRENT_REQUEST.scope(Arc::clone(&live), with_run_id(run_id, pipeline.call(call)));
         // Spawned, so a run suspended on an approval outlives the request that started it.
-        let task = tokio::spawn(async move {
-            let outcome = run.await;
-            drop(tracked);
-            outcome
-        });
+        let task = tokio::spawn(pipeline.call(call));
         let in_flight = InFlight {
             name,
             task,
@@ -247,39 +195,18 @@ impl CodemodeServer {
         self.drive(in_flight, &context.ct).await
     }
 
-    /// Await the call until it ends, the client cancels, or an approval must be asked by MRTR.
+    /// Awaits the call until it ends, the client cancels, or an approval must be asked by MRTR.
     async fn drive(
         &self,
-        mut call: InFlight,
+        call: InFlight,
         request_cancelled: &CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
-        loop {
-            tokio::select! {
-                biased;
-                outcome = &mut call.task => return Ok(self.finish(outcome, &call.catalog).await),
-                () = request_cancelled.cancelled() => {
-                    call.stop.stop();
-                    let outcome = (&mut call.task).await;
-                    return Ok(self.finish(outcome, &call.catalog).await);
-                }
-                Some(ask) = call.asks.recv() => {
-                    // An approver that timed out or was cancelled no longer waits for this.
-                    if ask.reply.is_closed() {
-                        continue;
-                    }
-                    let params: ElicitRequestParams = serde_json::from_value(approval_form(&ask.message))
-                        .map_err(|e| McpError::internal_error(format!("bad elicitation form: {e}"), None))?;
-                    let mut requests = InputRequests::new();
-                    requests.insert(APPROVAL_KEY.to_string(), InputRequest::Elicitation(ElicitRequest::new(params)));
-                    let state = format!("codemode-{}", uuid::Uuid::new_v4());
-                    call.waiting = Some(ask.reply);
-                    // The call waits for the client's retry; only the TTL (or the retry's own
-                    // cancellation) stops it now.
-                    call.armed = false;
-                    self.suspend(state.clone(), call);
-                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
-                }
-            }
+        match call
+            .drive(request_cancelled, &self.shared.suspended)
+            .await?
+        {
+            Step::Ended(outcome, catalog) => Ok(self.finish(outcome, &catalog).await),
+            Step::AskClient(ask) => Ok(ask.into()),
         }
     }
 
@@ -289,84 +216,8 @@ impl CodemodeServer {
         outcome: Result<CallOutcome, tokio::task::JoinError>,
         catalog: &Catalog,
     ) -> CallToolResponse {
-        self.shared.live.flush_progress().await;
+        self.shared.progress.flush().await;
         to_result(outcome, catalog).into()
-    }
-
-    fn suspend(&self, state: String, call: InFlight) {
-        self.lock_suspended().insert(state.clone(), call);
-        let shared = Arc::downgrade(&self.shared);
-        tokio::spawn(async move {
-            tokio::time::sleep(SUSPENDED_TTL).await;
-            if let Some(shared) = shared.upgrade() {
-                let expired = shared
-                    .suspended
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&state);
-                if let Some(call) = expired {
-                    call.stop.stop();
-                }
-            }
-        });
-    }
-
-    fn lock_suspended(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
-        self.shared
-            .suspended
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The client's retry of an `InputRequiredResult`: hand the answer to the waiting approver.
-    async fn resume(
-        &self,
-        name: &str,
-        state: &str,
-        responses: Option<InputResponses>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let mut call = {
-            let mut suspended = self.lock_suspended();
-            match suspended.get(state) {
-                None => {
-                    return Err(McpError::invalid_params(
-                        "unknown or expired requestState: the run it belonged to has ended; call the tool again",
-                        None,
-                    ));
-                }
-                // A retry must repeat the request it continues; the call stays suspended for it.
-                Some(call) if call.name != name => {
-                    return Err(McpError::invalid_params(
-                        format!(
-                            "this requestState continues a call of `{}`, not of `{name}`; retry that call",
-                            call.name
-                        ),
-                        None,
-                    ));
-                }
-                Some(_) => suspended.remove(state).expect("present under the lock"),
-            }
-        };
-        call.armed = true;
-        call.request
-            .set_progress_token(context.meta.get_progress_token());
-        let approved = responses
-            .as_ref()
-            .and_then(|r| r.get(APPROVAL_KEY))
-            .is_some_and(approves);
-        let delivered = call
-            .waiting
-            .take()
-            .is_some_and(|reply| reply.send(approved).is_ok());
-        if !delivered {
-            // The approver gave up (its timeout); the call went on without this answer.
-            return Err(McpError::invalid_params(
-                "the approval request expired before this answer arrived; the call was refused",
-                None,
-            ));
-        }
-        self.drive(call, &context.ct).await
     }
 
     /// Stop the upstream servers (their process groups are killed).
@@ -417,7 +268,11 @@ fn to_result(
     };
     match outcome.result() {
         Ok(value) if outcome.tool == RUN_CODE => {
-            let ok = value.get("status").and_then(Value::as_str) == Some("ok");
+            let ok = match outcome.typed::<RunOutcome>() {
+                Some(run) => run.is_ok(),
+                // An outer post hook replaced the outcome: read what it left.
+                None => value.get("status").and_then(Value::as_str) == Some("ok"),
+            };
             let mut result = if ok {
                 CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())])
             } else {
@@ -482,8 +337,13 @@ impl ServerHandler for CodemodeServer {
         *self.shared.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(context.peer.clone());
         match request.request_state.clone() {
             Some(state) => {
-                self.resume(&request.name, &state, request.input_responses, &context)
-                    .await
+                let call = self.shared.suspended.resume(
+                    &request.name,
+                    &state,
+                    request.input_responses,
+                    &context,
+                )?;
+                self.drive(call, &context.ct).await
             }
             None => self.start(request, &context).await,
         }

@@ -74,23 +74,25 @@ pub struct UpstreamSpec {
 
 impl UpstreamSpec {
     /// Parse `NS=CMD`. The namespace must be an identifier (it becomes `tools.NS`).
-    pub fn parse(flag: &str) -> Result<UpstreamSpec, String> {
+    ///
+    /// # Errors
+    /// The flag is not `NS=CMD`, the namespace is not an identifier, or the command is empty.
+    pub fn parse(flag: &str) -> Result<UpstreamSpec, FlagError> {
+        let bad = |problem: String| FlagError::new("--upstream", flag, problem);
         let Some((namespace, command)) = flag.split_once('=') else {
-            return Err(format!(
-                "--upstream `{flag}`: expected NS=CMD, e.g. --upstream 'memory=npx -y @modelcontextprotocol/server-memory'"
+            return Err(bad(
+                "expected NS=CMD, e.g. --upstream 'memory=npx -y @modelcontextprotocol/server-memory'".into(),
             ));
         };
         let namespace = namespace.trim();
         if !crate::tool::is_identifier(namespace) {
-            return Err(format!(
-                "--upstream `{flag}`: the namespace `{namespace}` is not a JavaScript identifier (it becomes tools.{namespace}); use letters, digits, _ or $"
-            ));
+            return Err(bad(format!(
+                "the namespace `{namespace}` is not a JavaScript identifier (it becomes tools.{namespace}); use letters, digits, _ or $"
+            )));
         }
         let command = shlex::split(command)
             .filter(|words| !words.is_empty())
-            .ok_or_else(|| {
-                format!("--upstream `{flag}`: the command is empty or its quoting is unbalanced")
-            })?;
+            .ok_or_else(|| bad("the command is empty or its quoting is unbalanced".into()))?;
         Ok(UpstreamSpec {
             namespace: namespace.to_string(),
             command,
@@ -99,28 +101,26 @@ impl UpstreamSpec {
     }
 
     /// Apply the `--upstream-env NS:KEY[=VALUE]` flags to the specs they name.
-    pub fn apply_env_flags(specs: &mut [UpstreamSpec], flags: &[String]) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// A flag is malformed, or names no `--upstream` namespace.
+    pub fn apply_env_flags(specs: &mut [UpstreamSpec], flags: &[String]) -> Result<(), FlagError> {
         for flag in flags {
-            let (namespace, entry) = flag.split_once(':').ok_or_else(|| {
-                format!("--upstream-env `{flag}`: expected NS:KEY or NS:KEY=VALUE")
-            })?;
+            let bad = |problem: String| FlagError::new("--upstream-env", flag, problem);
+            let (namespace, entry) = flag
+                .split_once(':')
+                .ok_or_else(|| bad("expected NS:KEY or NS:KEY=VALUE".into()))?;
             let (key, value) = match entry.split_once('=') {
                 Some((key, value)) => (key, Some(value.to_string())),
                 None => (entry, None),
             };
             if key.is_empty() || key.contains(['\0', '=']) {
-                return Err(format!(
-                    "--upstream-env `{flag}`: `{key}` is not a variable name"
-                ));
+                return Err(bad(format!("`{key}` is not a variable name")));
             }
             let spec = specs
                 .iter_mut()
                 .find(|s| s.namespace == namespace)
-                .ok_or_else(|| {
-                    format!(
-                        "--upstream-env `{flag}`: no --upstream has the namespace `{namespace}`"
-                    )
-                })?;
+                .ok_or_else(|| bad(format!("no --upstream has the namespace `{namespace}`")))?;
             spec.env.push((key.to_string(), value));
         }
         Ok(())
@@ -143,6 +143,29 @@ impl UpstreamSpec {
             }
         }
         env
+    }
+}
+
+/// A malformed `--upstream` or `--upstream-env` flag: which flag, its value, and what is wrong
+/// with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} `{value}`: {problem}")]
+pub struct FlagError {
+    /// The flag's name, e.g. `--upstream`.
+    pub flag: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What is wrong with it, and what to do.
+    pub problem: String,
+}
+
+impl FlagError {
+    fn new(flag: &'static str, value: &str, problem: String) -> FlagError {
+        FlagError {
+            flag,
+            value: value.to_string(),
+            problem,
+        }
     }
 }
 
@@ -214,6 +237,16 @@ pub struct Upstream {
     /// Killed when dropped (and reaped by the runtime).
     _child: Box<dyn ChildWrapper>,
     timeout: Duration,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("namespace", &self.namespace)
+            .field("process_group", &self.process_group)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for Upstream {
@@ -913,17 +946,25 @@ mod tests {
         assert!(
             UpstreamSpec::parse("no-equals")
                 .unwrap_err()
+                .to_string()
                 .contains("expected NS=CMD")
         );
         assert!(
             UpstreamSpec::parse("my-ns=cmd")
                 .unwrap_err()
+                .to_string()
                 .contains("not a JavaScript identifier")
         );
-        assert!(UpstreamSpec::parse("ns=").unwrap_err().contains("empty"));
+        assert!(
+            UpstreamSpec::parse("ns=")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
         assert!(
             UpstreamSpec::parse("ns=echo 'unbalanced")
                 .unwrap_err()
+                .to_string()
                 .contains("unbalanced")
         );
     }
@@ -944,9 +985,13 @@ mod tests {
             keys.iter().all(|k| ["PATH", "HOME", "TOKEN"].contains(k)),
             "{keys:?}"
         );
-        let err = UpstreamSpec::apply_env_flags(&mut specs, &["c:X".into()]).unwrap_err();
+        let err = UpstreamSpec::apply_env_flags(&mut specs, &["c:X".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no --upstream has the namespace `c`"), "{err}");
-        let err = UpstreamSpec::apply_env_flags(&mut specs, &["bX".into()]).unwrap_err();
+        let err = UpstreamSpec::apply_env_flags(&mut specs, &["bX".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("expected NS:KEY"), "{err}");
     }
 

@@ -4,8 +4,8 @@
 use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 
-use super::error::HookError;
 use super::hooks::CallInfo;
+use crate::call::HookError;
 
 /// What the Approver is asked.
 pub struct ApprovalRequest<'a> {

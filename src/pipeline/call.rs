@@ -1,74 +1,17 @@
 //! What goes into a call and what comes out of it.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::ApprovalObserver;
-use super::error::CallError;
 use super::scheduler::Scope;
+use crate::call::{CallError, CallStatus, Caller, ContextEntry, ErrorCode, Extensions, Typed};
 use crate::schema::ArgIssue;
 use crate::tool::Card;
-
-/// Who issued a call. Serialises as `{"kind":"direct"}` or
-/// `{"kind":"code_mode","run_id":"r_..","seq":3}` (DESIGN.md section 8).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Caller {
-    Direct,
-    CodeMode { run_id: Arc<str>, seq: u64 },
-}
-
-impl Caller {
-    pub fn code_mode(run_id: impl Into<Arc<str>>, seq: u64) -> Self {
-        Caller::CodeMode {
-            run_id: run_id.into(),
-            seq,
-        }
-    }
-
-    /// Direct calls are durable; nested code-mode calls are observations only.
-    pub fn is_durable(&self) -> bool {
-        matches!(self, Caller::Direct)
-    }
-}
-
-impl fmt::Display for Caller {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Caller::Direct => f.write_str("direct"),
-            Caller::CodeMode { run_id, seq } => write!(f, "code_mode:{run_id}:{seq}"),
-        }
-    }
-}
-
-/// A context attachment from a post-execute hook.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextEntry {
-    pub kind: String,
-    pub text: String,
-}
-
-impl ContextEntry {
-    pub fn new(kind: impl Into<String>, text: impl Into<String>) -> Self {
-        ContextEntry {
-            kind: kind.into(),
-            text: text.into(),
-        }
-    }
-}
-
-/// `ok` or `error`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    Ok,
-    Error,
-}
+use serde::de::DeserializeOwned;
 
 pub(crate) enum ArgsInput {
     Value(Value),
@@ -84,6 +27,7 @@ pub struct CallRequest {
     pub(crate) cancel: Option<CancellationToken>,
     pub(crate) approval_observer: Option<Arc<dyn ApprovalObserver>>,
     pub(crate) parent_span: Option<tracing::Span>,
+    pub(crate) extensions: Extensions,
 }
 
 impl CallRequest {
@@ -97,6 +41,7 @@ impl CallRequest {
             cancel: None,
             approval_observer: None,
             parent_span: None,
+            extensions: Extensions::new(),
         }
     }
 
@@ -128,6 +73,23 @@ impl CallRequest {
     /// Told when the call starts and stops waiting for the Approver (a run pauses its deadline).
     pub fn approval_observer(mut self, observer: Arc<dyn ApprovalObserver>) -> Self {
         self.approval_observer = Some(observer);
+        self
+    }
+
+    /// Puts typed data on the call. It reaches the body ([`ExecContext::extensions`]), hooks,
+    /// guards and the Approver ([`CallInfo::extensions`]) and the events; a `run_code` call
+    /// hands its extensions on to every nested call of its program.
+    ///
+    /// [`ExecContext::extensions`]: crate::ExecContext
+    /// [`CallInfo::extensions`]: super::CallInfo
+    pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// Puts every value of `extensions` on the call (over any of the same type).
+    pub fn extensions(mut self, extensions: &Extensions) -> Self {
+        self.extensions.extend(extensions);
         self
     }
 
@@ -171,11 +133,40 @@ pub struct CallOutcome {
     /// Whether the tool's body started (a call cancelled or refused before it did had no
     /// effect).
     pub executed: bool,
+    /// The typed value of an `execute_typed` body, when the value is still the body's own.
+    pub typed: Option<Typed>,
 }
 
 impl CallOutcome {
     pub fn is_ok(&self) -> bool {
         self.status == CallStatus::Ok
+    }
+
+    /// The error's stable code, on error.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(CallError::code)
+    }
+
+    /// The typed value of an `execute_typed` body, if it is a `T`.
+    pub fn typed<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.typed.as_ref()?.downcast::<T>()
+    }
+
+    /// The value as a `T`: the body's typed value when it kept one, else read from the JSON.
+    ///
+    /// # Errors
+    /// The call failed, or its value is not a `T`.
+    pub fn value_as<T>(&self) -> Result<T, ValueError>
+    where
+        T: DeserializeOwned + Clone + Send + Sync + 'static,
+    {
+        if let Some(typed) = self.typed::<T>() {
+            return Ok(typed.clone());
+        }
+        match self.result() {
+            Ok(value) => T::deserialize(value).map_err(ValueError::Shape),
+            Err(error) => Err(ValueError::Failed(error.clone())),
+        }
     }
 
     /// The value on success, the error otherwise.
@@ -188,18 +179,14 @@ impl CallOutcome {
     }
 }
 
-/// Per-call size limits (DESIGN.md section 5), measured on serialized JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CallLimits {
-    pub max_arg_bytes: u64,
-    pub max_result_bytes: u64,
-}
-
-impl Default for CallLimits {
-    fn default() -> Self {
-        CallLimits {
-            max_arg_bytes: 8 << 20,
-            max_result_bytes: 8 << 20,
-        }
-    }
+/// Why [`CallOutcome::value_as`] has no value to give.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// The call failed.
+    #[error("the call failed: {0}")]
+    Failed(CallError),
+    /// The value is not of the type asked for.
+    #[error("the value does not have the type asked for: {0}")]
+    Shape(serde_json::Error),
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::call::{CallStatus, Caller, ContextEntry};
+use crate::call::{CallStatus, Caller, ContextEntry, Extensions};
 use crate::tool::Card;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,6 +18,9 @@ pub struct CallEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<Card>,
     pub at: String,
+    /// The call's typed data (never serialized).
+    #[serde(skip)]
+    pub extensions: Extensions,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +58,9 @@ pub struct ResultEvent {
     /// status is what the tool did, even when the caller had gone.
     #[serde(default)]
     pub executed: bool,
+    /// The call's typed data (never serialized).
+    #[serde(skip)]
+    pub extensions: Extensions,
 }
 
 impl ResultEvent {
@@ -65,6 +71,7 @@ impl ResultEvent {
             code: self.code.as_deref(),
             value: self.value.as_deref(),
             content: &self.content,
+            typed: None,
         }
     }
 }
@@ -151,5 +158,18 @@ impl Sinks {
         for sink in &self.durable {
             sink.emit(event);
         }
+    }
+}
+
+impl crate::tool::ProgressReporter for Sinks {
+    fn report(&self, call_id: &Arc<str>, message: String) {
+        if self.live.is_empty() {
+            return;
+        }
+        self.live(&Event::Progress(ProgressEvent {
+            call_id: call_id.clone(),
+            message,
+            at: crate::call::ids::now_rfc3339(),
+        }));
     }
 }

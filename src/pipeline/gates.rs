@@ -11,9 +11,9 @@ use futures::future::BoxFuture;
 
 use super::Inner;
 use super::approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, WaitingGuard};
-use super::error::{CallError, DeniedBy, HookError};
 use super::guards::GuardDecision;
 use super::hooks::{CallInfo, HookDecision};
+use crate::call::{CallError, DeniedBy, HookError};
 
 /// Runs a hook-like future, turning an error or a panic (while building or polling it) into a message.
 pub(crate) async fn guarded<'a, T>(

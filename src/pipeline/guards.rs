@@ -4,8 +4,8 @@
 use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 
-use super::error::{DeniedBy, HookError};
 use super::hooks::CallInfo;
+use crate::call::{DeniedBy, HookError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GuardDecision {

@@ -6,8 +6,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 use serde_json::Value;
 
-use super::call::{Caller, ContextEntry};
-use super::error::{DeniedBy, HookError};
+use crate::call::{Caller, ContextEntry, DeniedBy, Extensions, HookError};
 use crate::tool::ToolDefinition;
 
 /// Read-only view of a call, shared by hooks, guards and approvers.
@@ -22,6 +21,8 @@ pub struct CallInfo<'a> {
     pub caller: &'a Caller,
     /// Whether the scheduler runs this call in the parallel pool.
     pub parallel: bool,
+    /// The call's typed data ([`CallRequest::extension`](super::CallRequest::extension)).
+    pub extensions: &'a Extensions,
 }
 
 /// A pre-execute decision. Combining: any deny wins, then any ask, else allow.

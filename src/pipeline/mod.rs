@@ -32,7 +32,7 @@
 //!     .build();
 //!
 //! // A code-mode run: its own scope, nested provenance, never durable.
-//! let scope = pipeline.root_scope().child();
+//! let scope = pipeline.root_scope().sibling();
 //! let request = CallRequest::new("grep", json!({ "pattern": "TODO" }))
 //!     .caller(Caller::code_mode("r_1", 1))
 //!     .scope(scope);
@@ -44,31 +44,36 @@
 //! # });
 //! ```
 
-pub mod approval;
-pub mod audit_log;
+mod approval;
+mod audit_log;
 mod call;
-mod error;
-pub mod events;
-pub(crate) mod fxhash;
+mod events;
+mod from_fn;
 mod gates;
-pub mod guards;
-pub mod hooks;
-pub(crate) mod ids;
+mod guards;
+mod hooks;
 mod post;
-pub mod scheduler;
-pub mod session_log;
+mod scheduler;
+mod session_log;
 mod stages;
-pub mod wrappers;
+mod wrappers;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::call::{
+    CANCEL_GRACE, CallError, CallLimits, CallStatus, Caller, ContextEntry, DeniedBy, ErrorCode,
+    ErrorKind, HookError, LimitKind, ToolFailure,
+};
 pub use approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, Approver, approver_fn};
 pub use audit_log::{AuditLog, args_digest};
-pub use call::{CallLimits, CallOutcome, CallRequest, CallStatus, Caller, ContextEntry, Timing};
-pub use error::{CallError, DeniedBy, ErrorCode, ErrorKind, HookError, LimitKind, ToolFailure};
+pub use call::{CallOutcome, CallRequest, Timing};
 pub use events::{CallEvent, ChannelSink, Event, EventSink, ProgressEvent, ResultEvent};
+pub use from_fn::{
+    ApprovalSnapshot, CallSnapshot, PostSnapshot, approver_from_fn, guard_from_fn,
+    post_hook_from_fn, pre_hook_from_fn,
+};
 pub use guards::{Guard, GuardDecision, guard_fn, policy_fn};
 pub use hooks::{
     CallInfo, HookDecision, PostAction, PostExecuteHook, PostInfo, PreExecuteHook, post_hook_fn,
@@ -76,7 +81,6 @@ pub use hooks::{
 };
 pub use scheduler::{DEFAULT_POOL_SIZE, Scope, Ticket};
 pub use session_log::{Replay, ReplayEntry, SessionLog, SessionLogOptions, replay};
-pub use stages::CANCEL_GRACE;
 pub use wrappers::{Around, Dispatch, Metrics, Next, RetryPolicy, ToolStats, around_fn};
 
 use crate::tool::ToolRegistry;
@@ -128,7 +132,7 @@ impl Pipeline {
         &self.inner.registry
     }
 
-    /// The session's scope; `root_scope().child()` makes a scope for a code-mode run.
+    /// The session's scope; `root_scope().sibling()` makes a scope for a code-mode run.
     pub fn root_scope(&self) -> &Arc<Scope> {
         &self.inner.root
     }
@@ -146,7 +150,7 @@ pub struct PipelineBuilder {
     default_wrappers: bool,
     wrappers: Vec<Arc<dyn Around>>,
     retry: RetryPolicy,
-    default_timeout: Duration,
+    default_timeout: Option<Duration>,
     post_hooks: Vec<Arc<dyn PostExecuteHook>>,
     approver: Option<Arc<dyn Approver>>,
     approval_timeout: Duration,
@@ -165,7 +169,7 @@ impl PipelineBuilder {
             default_wrappers: true,
             wrappers: Vec::new(),
             retry: RetryPolicy::default(),
-            default_timeout: wrappers::DEFAULT_TIMEOUT,
+            default_timeout: Some(wrappers::DEFAULT_TIMEOUT),
             post_hooks: Vec::new(),
             approver: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
@@ -218,7 +222,12 @@ impl PipelineBuilder {
     }
     /// Timeout for tools that declare none (default 60 s).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = timeout;
+        self.default_timeout = Some(timeout);
+        self
+    }
+    /// No timeout for tools that declare none (e.g. `run_code`, which has its own deadline).
+    pub fn no_default_timeout(mut self) -> Self {
+        self.default_timeout = None;
         self
     }
     /// A live observer of `tools/call`, `tools/progress` and `tools/result`.
@@ -261,7 +270,10 @@ impl PipelineBuilder {
         if self.default_wrappers {
             stack.push(Arc::new(MetricsWrapper::new(self.metrics.clone())));
             stack.push(Arc::new(RetryWrapper::new(self.retry)));
-            stack.push(Arc::new(TimeoutWrapper::new(self.default_timeout)));
+            stack.push(Arc::new(match self.default_timeout {
+                Some(default) => TimeoutWrapper::new(default),
+                None => TimeoutWrapper::declared_only(),
+            }));
         }
         stack.extend(self.wrappers);
         Pipeline {

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Inner;
-use super::call::{CallLimits, ContextEntry};
-use super::error::{CallError, ErrorKind, LimitKind};
 use super::gates::guarded;
 use super::hooks::{CallInfo, PostInfo};
+use crate::call::{CallError, CallLimits, ContextEntry, ErrorKind, LimitKind, Typed};
 use crate::schema::ArgIssue;
 use crate::tool::ToolDefinition;
 
 pub(crate) struct Finished {
     pub(crate) value: Arc<Value>,
     pub(crate) content: String,
+    /// The body's typed value, unless a hook replaced the value.
+    pub(crate) typed: Option<Typed>,
 }
 
 /// Turns a body's value into the final value and content. `contexts` collects hook attachments
@@ -24,6 +25,7 @@ pub(crate) async fn finish(
     inner: &Inner,
     info: &CallInfo<'_>,
     value: Value,
+    mut typed: Option<Typed>,
     contexts: &mut Vec<ContextEntry>,
 ) -> Result<Finished, CallError> {
     let tool = info.tool;
@@ -34,7 +36,7 @@ pub(crate) async fn finish(
             return Err(output_invalid(info.path, issues, None));
         }
     }
-    let mut content = render(tool, &value)?;
+    let mut content = render(tool, &value, typed.as_ref())?;
     let mut value = Arc::new(value);
     let mut content_replaced = false;
     for hook in &inner.post_hooks {
@@ -72,8 +74,10 @@ pub(crate) async fn finish(
                     return Err(output_invalid(info.path, issues, Some(name)));
                 }
             }
+            // The JSON is the truth now: the typed value no longer describes it.
+            typed = None;
             if !content_replaced {
-                content = render(tool, &v)?;
+                content = render(tool, &v, None)?;
             }
             value = Arc::new(v);
         }
@@ -83,7 +87,11 @@ pub(crate) async fn finish(
         content = std::panic::catch_unwind(AssertUnwindSafe(move || finalize(content, v)))
             .map_err(|_| tool_bug(info.path, "finalize_content panicked"))?;
     }
-    Ok(Finished { value, content })
+    Ok(Finished {
+        value,
+        content,
+        typed,
+    })
 }
 
 pub(crate) fn json_size(value: &Value) -> u64 {
@@ -120,8 +128,12 @@ fn check_result_size(limits: &CallLimits, value: &Value) -> Result<(), CallError
     Ok(())
 }
 
-fn render(tool: &ToolDefinition, value: &Value) -> Result<String, CallError> {
-    std::panic::catch_unwind(AssertUnwindSafe(|| tool.render(value)))
+fn render(
+    tool: &ToolDefinition,
+    value: &Value,
+    typed: Option<&Typed>,
+) -> Result<String, CallError> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| tool.render_typed(value, typed)))
         .map_err(|_| tool_bug(tool.sandbox_name(), "render panicked"))
 }
 

@@ -51,14 +51,11 @@ impl Scope {
         })
     }
 
-    /// A new scope for a code-mode run: its own order, the same pool size.
-    pub fn child(&self) -> Arc<Scope> {
+    /// A new scope with the same pool size and an order of its own, independent of this one
+    /// (a code-mode run's: its exclusive calls never wait on the `run_code` call that started
+    /// it, nor on other runs).
+    pub fn sibling(&self) -> Arc<Scope> {
         Scope::root(self.pool)
-    }
-
-    /// A child scope with its own pool size.
-    pub fn child_with_pool(&self, pool: usize) -> Arc<Scope> {
-        Scope::root(pool)
     }
 
     pub fn pool_size(&self) -> usize {

@@ -13,15 +13,18 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::approval::ApprovalObserver;
-use super::call::{ArgsInput, CallOutcome, CallRequest, CallStatus, Caller, ContextEntry, Timing};
-use super::error::{CallError, ErrorKind, LimitKind};
+use super::call::{ArgsInput, CallOutcome, CallRequest, Timing};
 use super::events::{CallEvent, Event, ResultEvent};
 use super::hooks::CallInfo;
-use super::ids::{next_call_id, now_rfc3339};
 use super::scheduler::Ticket;
 use super::wrappers::{Dispatch, Next};
 use super::{Inner, gates, post};
-use crate::tool::{Card, ProgressSink, RegisteredTool, ResultView};
+use crate::call::CANCEL_GRACE;
+use crate::call::ids::{next_call_id, now_rfc3339};
+use crate::call::{CallError, ErrorKind, LimitKind};
+use crate::call::{CallStatus, Caller, ContextEntry};
+use crate::call::{Extensions, Typed, TypedSlot};
+use crate::tool::{Card, ProgressReporter, RegisteredTool, ResultView};
 
 /// What every call has, valid or not.
 struct Base {
@@ -33,6 +36,7 @@ struct Base {
     started_at: String,
     tool: Option<Arc<RegisteredTool>>,
     call_card: Option<Card>,
+    extensions: Extensions,
 }
 
 /// A valid call with its scheduler place.
@@ -46,17 +50,8 @@ struct Ready {
 struct Success {
     value: Arc<Value>,
     content: String,
+    typed: Option<Typed>,
 }
-
-/// How long a tool body that had started when its call was cancelled may take to finish.
-/// Until its body starts, a cancelled call stops at once and has no effect. Once it has
-/// started, dropping it would not undo what it did (a file write on a blocking thread still
-/// lands) and would leave no record, so it is told (its token fires) and awaited, and its own
-/// outcome is reported. A body still running after this grace is dropped and reported as
-/// abandoned (`CANCELLED`, `details.executed = true`): what it did is unknown. A body that
-/// answers the cancellation with a failure (a killed `shell` command) is also `CANCELLED`
-/// with `details.executed = true`: it stopped part-way.
-pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Waits {
@@ -154,6 +149,7 @@ fn issue(
         started_at: now_rfc3339(),
         tool,
         call_card: None,
+        extensions: req.extensions,
     };
     let checked = check(inner, &base, snapshot_issues);
     base.call_card = match (&checked, &base.tool) {
@@ -169,6 +165,7 @@ fn issue(
             args: base.args.clone(),
             card: base.call_card.clone(),
             at: base.started_at.clone(),
+            extensions: base.extensions.clone(),
         });
         inner.sinks.live(&event);
         let Event::Call(event) = event else {
@@ -276,6 +273,7 @@ async fn run(
         args: &base.args,
         caller: &base.caller,
         parallel: ready.parallel,
+        extensions: &base.extensions,
     };
     gates::authorize(inner, &info, ready.observer.as_deref(), &mut waits.approval).await?;
     let dispatch = Dispatch {
@@ -287,17 +285,19 @@ async fn run(
         parallel: ready.parallel,
         cancel: std::mem::take(&mut ready.cancel),
         attempt: 1,
-        progress: ProgressSink {
-            sinks: Some(inner.sinks.clone()),
-        },
+        extensions: base.extensions.clone(),
+        progress: Arc::clone(&inner.sinks) as Arc<dyn ProgressReporter>,
+        typed: TypedSlot::default(),
     };
+    let typed = dispatch.typed.clone();
     // The point of no return for cancellation (see `CANCEL_GRACE`).
     started.store(true, Ordering::Release);
     let value = Next::new(inner.wrappers.clone()).run(dispatch).await?;
-    let done = post::finish(inner, &info, value, contexts).await?;
+    let done = post::finish(inner, &info, value, typed.take(), contexts).await?;
     Ok(Success {
         value: done.value,
         content: done.content,
+        typed: done.typed,
     })
 }
 
@@ -310,9 +310,9 @@ fn complete(
     waits: Waits,
     executed: bool,
 ) -> CallOutcome {
-    let (status, value, content, error) = match result {
-        Ok(s) => (CallStatus::Ok, Some(s.value), s.content, None),
-        Err(e) => (CallStatus::Error, None, e.message.clone(), Some(e)),
+    let (status, value, content, typed, error) = match result {
+        Ok(s) => (CallStatus::Ok, Some(s.value), s.content, s.typed, None),
+        Err(e) => (CallStatus::Error, None, e.message.clone(), None, Some(e)),
     };
     let code = error.as_ref().map(|e| e.code().as_str());
     let view = ResultView {
@@ -320,6 +320,7 @@ fn complete(
         code,
         value: value.as_deref(),
         content: &content,
+        typed: typed.as_ref(),
     };
     let card = base
         .tool
@@ -342,6 +343,7 @@ fn complete(
         duration_ms: duration.as_secs_f64() * 1000.0,
         args: base.args,
         executed,
+        extensions: base.extensions,
     });
     inner.sinks.live(&event);
     let durable = matches!(&event, Event::Result(e) if e.caller.is_durable());
@@ -373,5 +375,6 @@ fn complete(
         },
         error,
         executed,
+        typed,
     }
 }

@@ -5,7 +5,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 
 use super::Policy;
-use crate::pipeline::hooks::{CallInfo, HookDecision, PreExecuteHook};
+use crate::pipeline::{CallInfo, HookDecision, PreExecuteHook};
 use crate::pipeline::{DeniedBy, HookError};
 
 /// [`Policy::decide`] for every call. Register with `PipelineBuilder::pre_hook`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::file::{PolicyError, RawLimits};
-use crate::sandbox::{Limits, MIB};
+use crate::call::{Limits, MIB};
 
 /// Limit overrides from a policy; `None` keeps the value it is applied to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,9 +25,9 @@ pub struct PolicyLimits {
     pub return_bytes: Option<u64>,
     /// Largest program accepted (`Limits::program_bytes`).
     pub program_bytes: Option<u64>,
-    /// Largest serialized arguments of one call (`Limits::call_arg_bytes`).
+    /// Largest serialized arguments of one call (`CallLimits::max_arg_bytes`).
     pub call_arg_bytes: Option<u64>,
-    /// Largest serialized result of one call (`Limits::call_result_bytes`).
+    /// Largest serialized result of one call (`CallLimits::max_result_bytes`).
     pub call_result_bytes: Option<u64>,
     /// Model-visible content of a run (`Limits::output_bytes`).
     pub output_bytes: Option<u64>,
@@ -59,10 +59,10 @@ impl PolicyLimits {
             limits.program_bytes = size(v);
         }
         if let Some(v) = self.call_arg_bytes {
-            limits.call_arg_bytes = size(v);
+            limits.call.max_arg_bytes = v;
         }
         if let Some(v) = self.call_result_bytes {
-            limits.call_result_bytes = size(v);
+            limits.call.max_result_bytes = v;
         }
         if let Some(v) = self.output_bytes {
             limits.output_bytes = size(v);

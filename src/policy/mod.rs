@@ -54,22 +54,22 @@
 //! [`PolicyError`] reads `FILE:LINE:COL: message` for syntax errors, unknown keys, wrong types,
 //! bad globs or regexes, unknown decisions and out-of-range limits.
 
-mod approve;
 mod file;
 mod hook;
 mod limits;
 mod rules;
+mod terminal;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use approve::{NO_TERMINAL, Terminal, TerminalApprover};
 pub use file::PolicyError;
 pub use hook::PolicyHook;
 pub use limits::PolicyLimits;
 pub use rules::Decision;
+pub use terminal::{NO_TERMINAL, Terminal, TerminalApprover};
 
 use crate::pipeline::HookDecision;
 use crate::tool::ToolRegistry;

@@ -11,15 +11,16 @@ use serde_json::value::RawValue;
 
 use super::console::ConsoleBuffer;
 use super::engine::Engine;
-use super::host::ToolHost;
-use super::limits::{Limits, MIB};
-use super::ops::RunState;
+use super::host::RunTools;
 use super::outcome::{OUTCOME_VERSION, RunError, RunOutcome, RunStats, RunStatus};
-use super::render::render;
+use super::report::render;
+use super::run_state::FinishReport;
+use super::run_state::RunState;
 use super::stack::{self, ProgramPositions};
-use super::tool_ops::ToolRun;
+use super::tool_run::ToolRun;
 use super::transpile::Transpiled;
 use super::watchdog::{RunControl, StopReason, Watchdog};
+use crate::call::{Limits, MIB};
 
 const PROGRAM_NAME: &str = "codemode:program";
 
@@ -28,7 +29,7 @@ pub(crate) async fn execute(
     engine: &mut Engine,
     program: &Transpiled,
     limits: &Limits,
-    tools: Option<(Arc<dyn ToolHost>, String)>,
+    tools: Option<RunTools>,
     watchdog: &Watchdog,
     on_start: impl FnOnce(Arc<RunControl>),
 ) -> RunOutcome {
@@ -36,7 +37,7 @@ pub(crate) async fn execute(
     let control = RunControl::new(engine.isolate_handle(), limits.deadline);
     let paths = tools
         .as_ref()
-        .map(|(host, _)| host.paths())
+        .map(|tools| tools.host.paths())
         .unwrap_or_default();
     {
         let state = engine.runtime.op_state();
@@ -44,8 +45,15 @@ pub(crate) async fn execute(
         let run = state.borrow_mut::<RunState>();
         run.console = ConsoleBuffer::with_cap(limits.console_bytes);
         run.finish = None;
-        run.tools = tools.map(|(host, run_id)| {
-            ToolRun::new(host, paths.clone(), run_id, Arc::clone(&control), limits)
+        run.tools = tools.map(|tools| {
+            ToolRun::new(
+                tools.host,
+                paths.clone(),
+                tools.run_id,
+                Arc::clone(&control),
+                limits,
+                tools.extensions,
+            )
         });
     }
     watchdog.arm(Arc::clone(&control));
@@ -127,13 +135,22 @@ pub(crate) async fn execute(
         outcome.status = status;
         outcome.error = Some(RunError::new(name, message));
     } else if let Some(finish) = run_state.finish {
-        apply_finish(
-            &mut outcome,
-            &finish.report_json,
-            finish.value_json,
-            limits.return_bytes,
-            &positions,
-        );
+        match finish {
+            FinishReport::Js {
+                report_json,
+                value_json,
+            } => apply_finish(
+                &mut outcome,
+                &report_json,
+                value_json,
+                limits.return_bytes,
+                &positions,
+            ),
+            FinishReport::Host { status, error } => {
+                outcome.status = status;
+                outcome.error = Some(error);
+            }
+        }
     } else {
         outcome.status = RunStatus::Error;
         outcome.error = Some(match loop_result {

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::watchdog::RunControl;
+use crate::call::{CallError, ContextEntry, Extensions};
 
 /// What a run's program may call.
 pub trait ToolHost: Send + Sync + 'static {
@@ -17,7 +18,7 @@ pub trait ToolHost: Send + Sync + 'static {
 
     /// Execute one call. The future runs on the sandbox worker; implementations that need their
     /// own runtime (the pipeline) spawn onto it and await the handle.
-    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse>;
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>>;
 }
 
 /// One call issued by a program.
@@ -38,48 +39,39 @@ pub struct ToolRequest {
     pub cancel: CancellationToken,
     /// Pauses the run's deadline while the call awaits an approver.
     pub deadline: DeadlinePause,
+    /// The extensions of the run ([`RunOptions::extensions`](super::RunOptions)), for the host
+    /// to hand on to the call.
+    pub extensions: Extensions,
 }
 
-/// How a call ended, as the program will see it.
-pub enum ToolResponse {
-    Ok {
-        value: Value,
-        /// Context attachments (`{kind, text}`) of post-execute hooks.
-        contexts: Vec<(String, String)>,
-    },
-    Err(ToolFailure),
+/// A successful call, as the program will see it: its value, and the context attachments
+/// (`{kind, text}`) of post-execute hooks. A failed call is a [`CallError`]: the program gets a
+/// rejected promise with a `ToolError` carrying its code, message and details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    /// The call's value.
+    pub value: Value,
+    /// Context attachments of post-execute hooks.
+    pub contexts: Vec<ContextEntry>,
 }
 
-/// A failed call; becomes a rejected promise with a `ToolError` in the program.
-#[derive(Debug, Clone)]
-pub struct ToolFailure {
-    pub code: String,
-    pub message: String,
-    pub details: Value,
-    /// Whether the tool's body started (so the call may have had an effect). The sandbox
-    /// reports a call in flight at the run's end as cancelled, with no effect, only when this
-    /// is `false`. [`ToolFailure::new`] sets it by the pipeline's convention: `false` for
-    /// `CANCELLED` unless `details.executed` is `true`, `true` for every other code.
-    pub executed: bool,
-}
-
-impl ToolFailure {
-    pub fn new(code: impl Into<String>, message: impl Into<String>, details: Value) -> ToolFailure {
-        let code = code.into();
-        let executed = code != "CANCELLED" || details.get("executed") == Some(&Value::Bool(true));
-        ToolFailure {
-            code,
-            message: message.into(),
-            details,
-            executed,
+impl ToolReply {
+    /// A reply with no context attachments.
+    pub fn new(value: Value) -> ToolReply {
+        ToolReply {
+            value,
+            contexts: Vec::new(),
         }
     }
+}
 
-    /// The call stopped before the tool's body started: it had no effect.
-    pub fn not_executed(mut self) -> ToolFailure {
-        self.executed = false;
-        self
-    }
+/// The tool side of a run as it travels to its worker: the host, the run's id and the
+/// extensions handed on to each call.
+#[derive(Clone)]
+pub(crate) struct RunTools {
+    pub host: Arc<dyn ToolHost>,
+    pub run_id: String,
+    pub extensions: Extensions,
 }
 
 /// A handle that stops and restarts the run's deadline clock (nested pauses are counted).

@@ -24,13 +24,14 @@ mod console;
 mod engine;
 mod execute;
 mod host;
-mod limits;
 mod ops;
 mod outcome;
 mod pool;
-mod render;
+mod report;
+mod run_state;
 mod stack;
 mod tool_ops;
+mod tool_run;
 mod transpile;
 mod watchdog;
 
@@ -39,13 +40,16 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::call::{Extensions, RunId};
+
+pub use crate::call::{Limits, MIB};
 pub use engine::BootstrapReport;
-pub use host::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
-pub use limits::{Limits, MIB};
+pub(crate) use host::RunTools;
+pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 pub use outcome::{
-    ContextEntry, LogEntry, LogLevel, OUTCOME_VERSION, RunError, RunOutcome, RunStats, RunStatus,
+    LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
-pub use render::{render, status_line};
+pub use report::{render, status_line};
 pub use transpile::{SyntaxError, Transpiled, transpile};
 pub(crate) use watchdog::{RunControl, StopReason};
 
@@ -88,6 +92,8 @@ pub struct RunOptions {
     pub tools: Option<Arc<dyn ToolHost>>,
     /// Run id for caller provenance (`code_mode{run_id, seq}`); generated when absent.
     pub run_id: Option<String>,
+    /// Handed on to every tool call of the run ([`ToolRequest::extensions`]).
+    pub extensions: Extensions,
 }
 
 impl RunOptions {
@@ -97,6 +103,7 @@ impl RunOptions {
             cancel: CancellationToken::new(),
             tools: None,
             run_id: None,
+            extensions: Extensions::new(),
         }
     }
 
@@ -114,11 +121,17 @@ impl RunOptions {
         self.run_id = Some(run_id.into());
         self
     }
+
+    /// Data to hand on to every tool call of the run.
+    pub fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
 }
 
 /// A fresh run id: `r_` and 32 hex digits.
 pub fn new_run_id() -> String {
-    format!("r_{}", uuid::Uuid::new_v4().simple())
+    RunId::fresh().as_str().to_string()
 }
 
 /// A pool of sandboxed isolates. Cheap to clone; `Send + Sync`; every run is independent.
@@ -165,12 +178,17 @@ impl Sandbox {
             cancel,
             tools,
             run_id,
+            extensions,
         } = options;
         let program = match prepare(source, &limits) {
             Ok(program) => program,
             Err(outcome) => return *outcome,
         };
-        let tools = tools.map(|host| (host, run_id.unwrap_or_else(new_run_id)));
+        let tools = tools.map(|host| RunTools {
+            host,
+            run_id: run_id.unwrap_or_else(new_run_id),
+            extensions,
+        });
         let link = Arc::new(RunLink::default());
         let (reply_tx, reply_rx) = oneshot::channel();
         let job = pool::Job {
@@ -206,15 +224,24 @@ impl Sandbox {
 
     /// What the bootstrap of a fresh isolate reports (captured ops, leftover globals).
     #[doc(hidden)]
-    pub fn bootstrap_report() -> Result<BootstrapReport, String> {
+    ///
+    /// # Errors
+    /// The isolate could not be built.
+    pub fn bootstrap_report() -> Result<BootstrapReport, BootstrapError> {
         std::thread::Builder::new()
             .stack_size(16 * MIB)
             .spawn(|| engine::Engine::new(Limits::default().heap_bytes).map(|e| e.report.clone()))
-            .map_err(|e| e.to_string())?
+            .map_err(|e| BootstrapError(e.to_string()))?
             .join()
-            .map_err(|_| "bootstrap panicked".to_string())?
+            .map_err(|_| BootstrapError("bootstrap panicked".into()))?
+            .map_err(BootstrapError)
     }
 }
+
+/// Why a fresh isolate could not be built ([`Sandbox::bootstrap_report`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the isolate could not be built: {0}")]
+pub struct BootstrapError(String);
 
 /// Run a program on a brand-new isolate on the calling thread, without the pool: the cold path
 /// the pool exists to hide (benchmarks measure it). The thread needs a stack of a few MiB.

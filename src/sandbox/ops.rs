@@ -4,25 +4,9 @@
 
 use deno_core::{OpState, op2};
 
-use super::console::ConsoleBuffer;
 use super::outcome::LogLevel;
-use super::tool_ops::{ToolRun, op_codemode_tool_call};
-
-/// The report of how the program ended, written once by `op_codemode_finish`.
-#[derive(Debug, Clone)]
-pub(crate) struct FinishReport {
-    pub report_json: String,
-    pub value_json: Option<String>,
-}
-
-/// Per-run state the ops write into; read by the host when the run ends.
-#[derive(Default)]
-pub(crate) struct RunState {
-    pub console: ConsoleBuffer,
-    pub finish: Option<FinishReport>,
-    /// Present when the run has a tool host.
-    pub tools: Option<ToolRun>,
-}
+use super::run_state::{FinishReport, RunState};
+use super::tool_ops::op_codemode_tool_call;
 
 #[op2(fast)]
 pub(crate) fn op_codemode_console(state: &mut OpState, #[smi] level: u32, #[string] text: &str) {
@@ -41,7 +25,7 @@ pub(crate) fn op_codemode_finish(
 ) {
     let run = state.borrow_mut::<RunState>();
     if run.finish.is_none() {
-        run.finish = Some(FinishReport {
+        run.finish = Some(FinishReport::Js {
             report_json: report,
             value_json: has_value.then_some(value),
         });

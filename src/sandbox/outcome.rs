@@ -110,7 +110,7 @@ impl RunError {
 
 /// A context attachment of a nested tool call (post-execute hooks add them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextEntry {
+pub struct RunContext {
     pub tool: String,
     pub kind: String,
     pub text: String,
@@ -151,7 +151,7 @@ pub struct RunOutcome {
     pub logs: Vec<LogEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
-    pub contexts: Vec<ContextEntry>,
+    pub contexts: Vec<RunContext>,
     pub stats: RunStats,
 }
 

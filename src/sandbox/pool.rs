@@ -13,16 +13,16 @@ use tokio::sync::oneshot;
 use super::RunLink;
 use super::engine::Engine;
 use super::execute::execute;
-use super::host::ToolHost;
-use super::limits::Limits;
+use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::transpile::Transpiled;
 use super::watchdog::{ReplySlot, Watchdog};
+use crate::call::Limits;
 
 pub(crate) struct Job {
     pub program: Transpiled,
     pub limits: Limits,
-    pub tools: Option<(Arc<dyn ToolHost>, String)>,
+    pub tools: Option<RunTools>,
     /// Receives the run's control as soon as the run starts (for cancellation from the caller).
     pub link: Arc<RunLink>,
     pub reply: oneshot::Sender<RunOutcome>,

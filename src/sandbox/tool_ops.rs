@@ -1,182 +1,34 @@
 //! `op_codemode_tool_call`: every `tools.x(args)` of a program crosses into Rust here.
 //!
 //! Per-run rules of DESIGN.md §5 live here: the tool-call cap (run-ending), the in-flight cap
-//! (back-pressure: a semaphore, so further calls queue), the per-call argument and result byte
-//! caps (`LIMIT_EXCEEDED`, catchable), and "a call issued after the run ended never executes".
+//! (back-pressure: a semaphore, so further calls queue), and "a call issued after the run ended
+//! never executes". Per-call byte limits are the pipeline's (`CallLimits`), not the sandbox's.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
 
 use deno_core::{OpState, ToV8, op2, v8};
 use deno_error::JsErrorBox;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, Semaphore};
-use tokio::task::AbortHandle;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Semaphore;
 
-use super::host::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
-use super::limits::Limits;
-use super::ops::{FinishReport, RunState};
-use super::outcome::ContextEntry;
-use super::watchdog::RunControl;
-
-/// The tool side of one run.
-pub(crate) struct ToolRun {
-    pub host: Arc<dyn ToolHost>,
-    /// The catalog the program's `tools` object was built from: the glue names a known tool by
-    /// its index here.
-    pub paths: Vec<String>,
-    pub run_id: String,
-    pub control: Arc<RunControl>,
-    /// Cancelled when the run ends: in-flight calls see it and stop.
-    pub cancel: CancellationToken,
-    pub in_flight: Arc<Semaphore>,
-    pub max_calls: u64,
-    pub arg_bytes: usize,
-    pub result_bytes: usize,
-    pub issued: u64,
-    pub active: u64,
-    pub calls_by_tool: BTreeMap<String, u64>,
-    pub bytes_kept: u64,
-    pub contexts: Vec<ContextEntry>,
-    /// The calls that did not finish on their first poll.
-    pub ledger: Arc<Ledger>,
-}
-
-/// Calls that did not finish on their first poll run as tasks of their own on the worker's
-/// runtime, not inside the isolate's op driver: when the run ends, the isolate is dropped, and
-/// a call dropped with it would leave no audit record while its tool might still take effect
-/// (a write on a blocking thread). So the run's end waits here until every such call has
-/// reached its own end through the pipeline (which stops calls that have not started and lets
-/// started ones finish within its grace), and counts how each ended.
-#[derive(Default)]
-pub(crate) struct Ledger {
-    state: Mutex<LedgerState>,
-    settled: Notify,
-}
-
-#[derive(Default)]
-struct LedgerState {
-    live: usize,
-    ended: bool,
-    /// Ended after the run without their tool's body starting: no effect.
-    cancelled: u64,
-    /// Ended after the run with their tool's body started: their outcome is the tool's own.
-    finished_after_end: u64,
-    tasks: Vec<AbortHandle>,
-}
-
-/// How the calls in flight at the end of a run ended.
-pub(crate) struct Settled {
-    pub cancelled: u64,
-    pub finished_after_end: u64,
-}
-
-/// How long the end of a run waits for its calls in flight: the pipeline's own grace for
-/// started bodies, plus room for its bookkeeping. A host that ignores cancellation altogether
-/// has its calls aborted after this.
-const SETTLE_LIMIT: Duration =
-    Duration::from_millis(crate::pipeline::CANCEL_GRACE.as_millis() as u64 + 1000);
-
-impl Ledger {
-    fn lock(&self) -> std::sync::MutexGuard<'_, LedgerState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn starting(&self) {
-        self.lock().live += 1;
-    }
-
-    fn started(&self, task: AbortHandle) {
-        self.lock().tasks.push(task);
-    }
-
-    fn finished(&self, response: &ToolResponse) {
-        let mut state = self.lock();
-        state.live = state.live.saturating_sub(1);
-        if state.ended {
-            match response {
-                ToolResponse::Err(failure) if !failure.executed => state.cancelled += 1,
-                _ => state.finished_after_end += 1,
-            }
-        }
-        if state.live == 0 {
-            self.settled.notify_waiters();
-        }
-    }
-
-    /// Marks the run's end (call it before cancelling the calls), then waits for the calls in
-    /// flight to end.
-    pub(crate) async fn settle(&self, cancel: &CancellationToken) -> Settled {
-        self.lock().ended = true;
-        cancel.cancel();
-        let all_ended = async {
-            loop {
-                let notified = self.settled.notified();
-                if self.lock().live == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if tokio::time::timeout(SETTLE_LIMIT, all_ended).await.is_err() {
-            let mut state = self.lock();
-            for task in state.tasks.drain(..) {
-                task.abort();
-            }
-            // Aborted: whether they had an effect is unknown, so they are not "cancelled".
-            state.finished_after_end += state.live as u64;
-            state.live = 0;
-        }
-        let state = self.lock();
-        Settled {
-            cancelled: state.cancelled,
-            finished_after_end: state.finished_after_end,
-        }
-    }
-}
-
-impl ToolRun {
-    pub(crate) fn new(
-        host: Arc<dyn ToolHost>,
-        paths: Vec<String>,
-        run_id: String,
-        control: Arc<RunControl>,
-        limits: &Limits,
-    ) -> ToolRun {
-        ToolRun {
-            host,
-            paths,
-            run_id,
-            control,
-            cancel: CancellationToken::new(),
-            in_flight: Arc::new(Semaphore::new(limits.in_flight_calls.max(1))),
-            max_calls: limits.tool_calls,
-            arg_bytes: limits.call_arg_bytes,
-            result_bytes: limits.call_result_bytes,
-            issued: 0,
-            active: 0,
-            calls_by_tool: BTreeMap::new(),
-            bytes_kept: 0,
-            contexts: Vec::new(),
-            ledger: Arc::new(Ledger::default()),
-        }
-    }
-}
+use super::host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
+use super::outcome::{RunContext, RunError, RunStatus};
+use super::run_state::{FinishReport, RunState};
+use super::tool_run::{Ledger, Response};
+use crate::call::{ArgIssue, CallError, ErrorKind};
 
 /// The error class of a failed call (registered by `runtime-js/06_tools.js`, which builds the
 /// program's `ToolError` from the failure record carried as the message).
 const TOOL_ERROR_CLASS: &str = "CodemodeToolError";
 
 /// A failed call, as the op rejects with it.
-fn rejection(path: &str, failure: &ToolFailure) -> JsErrorBox {
+fn rejection(path: &str, error: &CallError) -> JsErrorBox {
     // `details` travels as JSON text, which the glue parses natively: it never stringifies a
     // value there (a `toJSON` on `Object.prototype` would run program code mid-conversion).
-    let record = json!({"code": failure.code, "message": failure.message, "tool": path, "detailsJson": failure.details.to_string()});
+    let record = json!({"code": error.code().as_str(), "message": error.message, "tool": path, "detailsJson": error.details().to_string()});
     JsErrorBox::new(TOOL_ERROR_CLASS, record.to_string())
 }
 
@@ -205,7 +57,6 @@ enum Admission {
         request: ToolRequest,
         host: Arc<dyn ToolHost>,
         permits: Arc<Semaphore>,
-        result_bytes: usize,
     },
 }
 
@@ -229,18 +80,18 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         None => (format!("#{index}"), String::new()),
     };
     if run.finish.is_some() {
-        let failure = ToolFailure::new(
-            "CANCELLED",
+        let failure = CallError::new(
+            ErrorKind::Cancelled,
             "the run has ended; this call was not executed",
-            json!({}),
         );
         return Admission::Reject(rejection(&path, &failure));
     }
     let Some(tools) = run.tools.as_mut() else {
-        let failure = ToolFailure::new(
-            "UNKNOWN_TOOL",
+        let failure = CallError::new(
+            ErrorKind::UnknownTool {
+                suggestions: Vec::new(),
+            },
             format!("no tools are available in this run (called `{path}`)"),
-            json!({"suggestions": []}),
         );
         return Admission::Reject(rejection(&path, &failure));
     };
@@ -249,16 +100,14 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             "the program made more than {} tool calls (the per-run limit)",
             tools.max_calls
         );
-        let report = json!({"status": "limit_exceeded", "error": {"name": "LimitExceeded", "message": message, "stack": ""}});
         tools.cancel.cancel();
-        run.finish = Some(FinishReport {
-            report_json: report.to_string(),
-            value_json: None,
+        run.finish = Some(FinishReport::Host {
+            status: RunStatus::LimitExceeded,
+            error: RunError::new("LimitExceeded", message),
         });
-        let failure = ToolFailure::new(
-            "CANCELLED",
+        let failure = CallError::new(
+            ErrorKind::Cancelled,
             "the run ended: tool-call limit reached",
-            json!({}),
         );
         return Admission::Reject(rejection(&path, &failure));
     }
@@ -269,28 +118,17 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
             tools.calls_by_tool.insert(path.clone(), 1);
         }
     }
-    let reject = |failure: ToolFailure| Admission::Reject(rejection(&path, &failure));
+    let reject = |failure: CallError| Admission::Reject(rejection(&path, &failure));
     let unconvertible = (!args_error.is_empty()).then_some(args_error);
-    if args.len() > tools.arg_bytes {
-        return reject(ToolFailure::new(
-            "LIMIT_EXCEEDED",
-            format!(
-                "the arguments are {} bytes; the per-call limit is {} bytes",
-                args.len(),
-                tools.arg_bytes
-            ),
-            json!({"limit": tools.arg_bytes, "value": args.len()}),
-        ));
-    }
     let args: Value = match (&unconvertible, serde_json::from_str(args)) {
         (Some(_), _) => Value::Null,
         (None, Ok(args)) => args,
         (None, Err(e)) => {
-            let issue = json!({"path": "", "message": e.to_string()});
-            return reject(ToolFailure::new(
-                "INVALID_ARGS",
+            return reject(CallError::new(
+                ErrorKind::InvalidArgs {
+                    issues: vec![ArgIssue::new("", e.to_string())],
+                },
                 format!("the arguments cannot be read: {e}"),
-                json!({"issues": [issue]}),
             ));
         }
     };
@@ -305,20 +143,20 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         // cancels one call alone from here (the pipeline makes its per-call child).
         cancel: tools.cancel.clone(),
         deadline: DeadlinePause(Arc::clone(&tools.control)),
+        extensions: tools.extensions.clone(),
     };
     Admission::Run {
         request,
         host: Arc::clone(&tools.host),
         permits: Arc::clone(&tools.in_flight),
-        result_bytes: tools.result_bytes,
     }
 }
 
 /// Runs a call as a task of its own, known to the run's ledger (see [`Ledger`]).
 async fn in_own_task(
     ledger: &Arc<Ledger>,
-    call: impl Future<Output = ToolResponse> + Send + 'static,
-) -> ToolResponse {
+    call: impl Future<Output = Response> + Send + 'static,
+) -> Response {
     let record = Arc::clone(ledger);
     ledger.starting();
     let task = tokio::spawn(async move {
@@ -328,10 +166,9 @@ async fn in_own_task(
     });
     ledger.started(task.abort_handle());
     task.await.unwrap_or_else(|_| {
-        ToolResponse::Err(ToolFailure::new(
-            "CANCELLED",
+        Err(CallError::new(
+            ErrorKind::Cancelled,
             "the run ended while the call was in flight",
-            json!({}),
         ))
     })
 }
@@ -349,7 +186,6 @@ pub(crate) async fn op_codemode_tool_call(
         request,
         host,
         permits,
-        result_bytes,
     } = admission
     else {
         let Admission::Reject(error) = admission else {
@@ -388,10 +224,7 @@ pub(crate) async fn op_codemode_tool_call(
             in_own_task(&ledger(), async move {
                 match permits.acquire_owned().await {
                     Ok(_permit) => host.call(request).await,
-                    Err(_) => ToolResponse::Err(
-                        ToolFailure::new("CANCELLED", "the run has ended", json!({}))
-                            .not_executed(),
-                    ),
+                    Err(_) => Err(CallError::new(ErrorKind::Cancelled, "the run has ended")),
                 }
             })
             .await
@@ -402,34 +235,23 @@ pub(crate) async fn op_codemode_tool_call(
     let Some(tools) = run.tools.as_mut() else {
         return Err(rejection(
             &path,
-            &ToolFailure::new("CANCELLED", "the run has ended", json!({})),
+            &CallError::new(ErrorKind::Cancelled, "the run has ended"),
         ));
     };
     tools.active -= 1;
     match response {
-        ToolResponse::Ok { value, contexts } => {
+        Ok(ToolReply { value, contexts }) => {
             let text = value.to_string();
-            if text.len() > result_bytes {
-                let reason = ToolFailure::new(
-                    "LIMIT_EXCEEDED",
-                    format!(
-                        "the result is {} bytes; the per-call limit is {result_bytes} bytes",
-                        text.len()
-                    ),
-                    json!({"limit": result_bytes, "value": text.len()}),
-                );
-                return Err(rejection(&path, &reason));
-            }
             tools.bytes_kept += text.len() as u64;
-            for (kind, text) in contexts {
-                tools.contexts.push(ContextEntry {
+            for entry in contexts {
+                tools.contexts.push(RunContext {
                     tool: path.clone(),
-                    kind,
-                    text,
+                    kind: entry.kind,
+                    text: entry.text,
                 });
             }
             Ok(JsonValue(text))
         }
-        ToolResponse::Err(reason) => Err(rejection(&path, &reason)),
+        Err(error) => Err(rejection(&path, &error)),
     }
 }

@@ -3,35 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One problem with a value: where (JSON pointer, `""` is the root) and what.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArgIssue {
-    pub path: String,
-    pub message: String,
-}
-
-impl ArgIssue {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ArgIssue {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ArgIssue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        };
-        write!(f, "{path}: {}", self.message)
-    }
-}
+pub use crate::call::ArgIssue;
 
 /// A schema that is not valid JSON Schema (or uses an external `$ref` we do not fetch).
 #[derive(Debug, Clone, thiserror::Error)]

@@ -3,54 +3,15 @@
 
 use super::runtime_types::ToolErrorCode;
 use super::template::fill;
-
-const DESCRIPTION_TEMPLATE: &str = include_str!("../../sdk-templates/run_code_description.md");
-
-/// The run limits the description states.
-///
-/// Plain numbers rather than the sandbox's own limit type, so the generator does not depend on
-/// the sandbox; defaults are the design contract's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DescriptionLimits {
-    /// Wall-clock deadline of one run.
-    pub deadline_ms: u64,
-    pub heap_bytes: u64,
-    pub max_tool_calls: u64,
-    pub max_in_flight_calls: u64,
-    /// Console bytes kept per run.
-    pub console_bytes: u64,
-    /// Serialized return value.
-    pub return_value_bytes: u64,
-    /// Program source.
-    pub program_bytes: u64,
-    /// Arguments or result of one tool call.
-    pub call_bytes: u64,
-    /// The model-visible output of `run_code`.
-    pub output_bytes: u64,
-}
+use crate::call::Limits;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 
-impl Default for DescriptionLimits {
-    fn default() -> Self {
-        Self {
-            deadline_ms: 30_000,
-            heap_bytes: 256 * MIB,
-            max_tool_calls: 1000,
-            max_in_flight_calls: 64,
-            console_bytes: MIB,
-            return_value_bytes: 4 * MIB,
-            program_bytes: 256 * KIB,
-            call_bytes: 8 * MIB,
-            output_bytes: 40_000,
-        }
-    }
-}
+const DESCRIPTION_TEMPLATE: &str = include_str!("../../sdk-templates/run_code_description.md");
 
 /// See [`crate::sdk::run_code_description`].
-pub fn render_description(sdk: &str, limits: &DescriptionLimits) -> String {
+pub fn render_description(sdk: &str, limits: &Limits) -> String {
     let error_codes: Vec<String> = ToolErrorCode::ALL
         .iter()
         .map(|code| format!("- `{}`: {}", code.as_str(), code.meaning()))
@@ -62,16 +23,19 @@ pub fn render_description(sdk: &str, limits: &DescriptionLimits) -> String {
     fill(
         DESCRIPTION_TEMPLATE,
         &[
-            ("deadline", &duration(limits.deadline_ms)),
-            ("deadline_ms", &limits.deadline_ms.to_string()),
-            ("output_cap", &bytes(limits.output_bytes)),
-            ("heap", &bytes(limits.heap_bytes)),
-            ("max_tool_calls", &limits.max_tool_calls.to_string()),
-            ("max_in_flight", &limits.max_in_flight_calls.to_string()),
-            ("console_cap", &bytes(limits.console_bytes)),
-            ("return_cap", &bytes(limits.return_value_bytes)),
-            ("program_cap", &bytes(limits.program_bytes)),
-            ("call_cap", &bytes(limits.call_bytes)),
+            ("deadline", &duration(limits.deadline.as_millis() as u64)),
+            ("deadline_ms", &limits.deadline.as_millis().to_string()),
+            ("output_cap", &bytes(limits.output_bytes as u64)),
+            ("heap", &bytes(limits.heap_bytes as u64)),
+            ("max_tool_calls", &limits.tool_calls.to_string()),
+            ("max_in_flight", &limits.in_flight_calls.to_string()),
+            ("console_cap", &bytes(limits.console_bytes as u64)),
+            ("return_cap", &bytes(limits.return_bytes as u64)),
+            ("program_cap", &bytes(limits.program_bytes as u64)),
+            (
+                "call_cap",
+                &bytes(limits.call.max_arg_bytes.max(limits.call.max_result_bytes)),
+            ),
             ("error_codes", &error_codes.join("\n")),
             ("fence", &fence_for(&sdk)),
             ("sdk", &sdk),
@@ -140,10 +104,10 @@ mod tests {
 
     #[test]
     fn description_states_configured_limits_and_every_code() {
-        let limits = DescriptionLimits {
-            deadline_ms: 5_000,
-            max_tool_calls: 7,
-            ..DescriptionLimits::default()
+        let limits = Limits {
+            deadline: std::time::Duration::from_secs(5),
+            tool_calls: 7,
+            ..Limits::default()
         };
         let text = render_description("declare const tools: {};", &limits);
         assert!(text.contains("Deadline: 5 s"), "{text}");

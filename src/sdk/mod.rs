@@ -25,16 +25,15 @@
 //! assert!(sdk.contains("get_user(args: GetUserInput): Promise<unknown>;"));
 //! ```
 
+mod declaration;
 mod description;
 mod jsdoc;
 mod naming;
-mod render;
-pub mod runtime_types;
+mod runtime_types;
 mod schema_to_ts;
 mod template;
 mod ts_type;
 
-pub use description::DescriptionLimits;
 pub use naming::is_identifier;
 
 /// One tool as the SDK shows it.
@@ -54,11 +53,11 @@ pub struct SdkTool {
 
 /// The `tools.d.ts` text for `tools`, in any input order.
 pub fn generate_sdk(tools: &[SdkTool]) -> String {
-    render::render_sdk(tools)
+    declaration::render_sdk(tools)
 }
 
 /// The description of the `run_code` tool: how a program runs, what comes back (console and
 /// return value), the `limits`, how errors look (`ToolError` and its codes), and `sdk`.
-pub fn run_code_description(sdk: &str, limits: &DescriptionLimits) -> String {
+pub fn run_code_description(sdk: &str, limits: &crate::call::Limits) -> String {
     description::render_description(sdk, limits)
 }

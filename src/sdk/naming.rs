@@ -3,7 +3,15 @@
 use std::collections::HashSet;
 
 // Reserved words count as identifiers: `tools.delete(...)` and `{ default: 1 }` are legal.
-pub use crate::tool::is_identifier;
+/// Whether `name` matches `^[A-Za-z_$][A-Za-z0-9_$]*$`.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
 
 /// A property key: bare when it is an identifier, otherwise a quoted string literal.
 pub fn property_key(name: &str) -> String {

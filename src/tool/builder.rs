@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::definition::{ExecContext, ExecuteFn, ToolDefinition, ToolInner};
 use super::names::{is_identifier, sandbox_name};
 use super::present::{Card, ResultView};
-use crate::pipeline::ToolFailure;
+use crate::call::{ToolFailure, Typed};
 use crate::schema::{CompiledSchema, SchemaError, ToolSpec, sample_value};
 
 /// Why a tool definition could not be built.
@@ -119,7 +121,26 @@ impl ToolBuilder {
     }
     /// Canonical value -> content.
     pub fn render(mut self, f: impl Fn(&Value) -> String + Send + Sync + 'static) -> Self {
-        self.render = Some(Arc::new(f));
+        self.render = Some(Arc::new(move |value, _typed| f(value)));
+        self
+    }
+    /// A render over the typed value of an [`execute_typed`](Self::execute_typed) body. When
+    /// the value is only JSON (a post hook replaced it), it is read as a `T`; JSON that is not a
+    /// `T` gets the default render.
+    pub fn render_typed<T, F>(mut self, f: F) -> Self
+    where
+        T: DeserializeOwned + Send + Sync + 'static,
+        F: Fn(&T) -> String + Send + Sync + 'static,
+    {
+        self.render = Some(Arc::new(move |value, typed| {
+            match typed.and_then(Typed::downcast::<T>) {
+                Some(typed) => f(typed),
+                None => match T::deserialize(value) {
+                    Ok(parsed) => f(&parsed),
+                    Err(_) => super::present::default_render(value),
+                },
+            }
+        }));
         self
     }
     /// The async body.
@@ -129,6 +150,31 @@ impl ToolBuilder {
         Fut: Future<Output = Result<Value, ToolFailure>> + Send + 'static,
     {
         self.execute = Some(Arc::new(move |args, exec| f(args, exec).boxed()));
+        self
+    }
+    /// An async body that returns a typed value. Its JSON is what programs, events and logs
+    /// see; the typed value travels beside it to [`render_typed`](Self::render_typed), the
+    /// presenters ([`ResultView::typed`]) and the caller (`CallOutcome::typed`), never parsed
+    /// back from the JSON.
+    pub fn execute_typed<T, F, Fut>(mut self, f: F) -> Self
+    where
+        T: Serialize + Send + Sync + 'static,
+        F: Fn(Value, ExecContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, ToolFailure>> + Send + 'static,
+    {
+        self.execute = Some(Arc::new(move |args, exec| {
+            let slot = exec.typed.clone();
+            let body = f(args, exec);
+            async move {
+                let typed = body.await?;
+                let value = serde_json::to_value(&typed).map_err(|e| {
+                    ToolFailure::new(format!("the value could not be serialized: {e}"))
+                })?;
+                slot.set(Typed::new(typed));
+                Ok(value)
+            }
+            .boxed()
+        }));
         self
     }
     /// Declared timeout; metadata that the timeout wrapper enforces per attempt.

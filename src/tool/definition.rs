@@ -9,13 +9,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::present::{Card, ResultView};
-use crate::pipeline::events::{Event, ProgressEvent, Sinks};
-use crate::pipeline::{Caller, ToolFailure};
+use crate::call::{Caller, Extensions, ToolFailure, Typed, TypedSlot};
 use crate::schema::CompiledSchema;
 
 pub(crate) type ExecuteFn =
     Arc<dyn Fn(Value, ExecContext) -> BoxFuture<'static, Result<Value, ToolFailure>> + Send + Sync>;
-pub(crate) type RenderFn = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+pub(crate) type RenderFn = Arc<dyn Fn(&Value, Option<&Typed>) -> String + Send + Sync>;
 pub(crate) type ClassifierFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 pub(crate) type PresentCallFn = Arc<dyn Fn(&Value) -> Card + Send + Sync>;
 pub(crate) type PresentResultFn = Arc<dyn Fn(&Value, &ResultView<'_>) -> Card + Send + Sync>;
@@ -24,39 +23,42 @@ pub(crate) type FinalizeFn = Arc<dyn Fn(String, &Value) -> String + Send + Sync>
 /// What a body gets besides its arguments.
 #[derive(Clone)]
 pub struct ExecContext {
+    /// The call's id, as its events carry it.
     pub call_id: Arc<str>,
+    /// Who issued the call.
     pub caller: Caller,
     /// Cancelled when the caller goes away or the attempt times out; long bodies should watch it.
     pub cancel: CancellationToken,
     /// 1 for the first attempt, 2 for the first retry, ...
     pub attempt: u32,
-    pub(crate) progress: ProgressSink,
+    /// The call's typed data ([`CallRequest::extension`](crate::CallRequest::extension)).
+    pub extensions: Extensions,
+    pub(crate) progress: Option<Arc<dyn ProgressReporter>>,
+    pub(crate) typed: TypedSlot,
 }
 
 impl ExecContext {
     /// Emits a live `tools/progress` observation.
     pub fn progress(&self, message: impl Into<String>) {
-        self.progress.report(&self.call_id, message.into());
-    }
-}
-
-/// Where `tools/progress` observations go.
-#[derive(Clone, Default)]
-pub(crate) struct ProgressSink {
-    pub(crate) sinks: Option<Arc<Sinks>>,
-}
-
-impl ProgressSink {
-    fn report(&self, call_id: &Arc<str>, message: String) {
-        if let Some(sinks) = &self.sinks {
-            let event = Event::Progress(ProgressEvent {
-                call_id: call_id.clone(),
-                message,
-                at: crate::pipeline::ids::now_rfc3339(),
-            });
-            sinks.live(&event);
+        if let Some(progress) = &self.progress {
+            progress.report(&self.call_id, message.into());
         }
     }
+}
+
+impl fmt::Debug for ExecContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecContext")
+            .field("call_id", &self.call_id)
+            .field("caller", &self.caller)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a body's `tools/progress` observations go (the pipeline's observers).
+pub(crate) trait ProgressReporter: Send + Sync + 'static {
+    fn report(&self, call_id: &Arc<str>, message: String);
 }
 
 pub(crate) struct ToolInner {
@@ -117,9 +119,14 @@ impl ToolDefinition {
 
     /// Renders a canonical value into content (the tool's `render`, else the default).
     pub fn render(&self, value: &Value) -> String {
+        self.render_typed(value, None)
+    }
+
+    /// Renders a value, with the typed value it was made from when the body kept one.
+    pub(crate) fn render_typed(&self, value: &Value, typed: Option<&Typed>) -> String {
         match &self.inner.render {
-            Some(render) => render(value),
-            None => super::render::default_render(value),
+            Some(render) => render(value, typed),
+            None => super::present::default_render(value),
         }
     }
 

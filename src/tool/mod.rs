@@ -5,12 +5,10 @@ mod definition;
 mod names;
 mod present;
 mod registry;
-mod render;
 
 pub use builder::{ToolBuildError, ToolBuilder};
-pub(crate) use definition::ProgressSink;
+pub(crate) use definition::ProgressReporter;
 pub use definition::{ExecContext, ToolDefinition};
 pub use names::{is_identifier, sandbox_name};
-pub use present::{Card, ResultView, SearchHit};
+pub use present::{Card, ResultView, SearchHit, default_render};
 pub use registry::{RegisteredTool, RegistryError, ToolInfo, ToolRegistry};
-pub use render::default_render;

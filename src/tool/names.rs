@@ -1,15 +1,7 @@
 //! Sandbox names (DESIGN.md section 2): identifiers are kept, anything else is mapped
 //! deterministically so `tools.get_user(..)` works for an upstream tool called `get-user`.
 
-/// Whether `name` matches `^[A-Za-z_$][A-Za-z0-9_$]*$`.
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' => {}
-        _ => return false,
-    }
-    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
+pub use crate::sdk::is_identifier;
 
 /// Maps a source name to its sandbox name: each run of characters outside `[A-Za-z0-9_$]`
 /// becomes one `_`, and a leading digit gets a `_` prefix.

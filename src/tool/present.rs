@@ -1,11 +1,12 @@
-//! Presenter cards (DESIGN.md section 6): render intents a UI draws without special-casing tool
-//! names. Presenters are pure functions of (args, durable result), so a replayed session log
+//! How a result is shown: the default render of a canonical value into model-visible content,
+//! and presenter cards (DESIGN.md section 6), render intents a UI draws without special-casing
+//! tool names. Presenters are pure functions of (args, durable result), so a replayed session log
 //! yields the same cards as the live run.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::pipeline::CallStatus;
+use crate::call::{CallStatus, Typed};
 
 /// One hit of a search card.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,4 +76,15 @@ pub struct ResultView<'a> {
     pub code: Option<&'a str>,
     pub value: Option<&'a Value>,
     pub content: &'a str,
+    /// The typed value of an `execute_typed` body (absent for a replayed or replaced value).
+    pub typed: Option<&'a Typed>,
+}
+
+/// Strings are shown raw; anything else as compact JSON (cheapest in tokens for the model).
+pub fn default_render(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        // `to_string` goes through `fmt`; the serializer writes straight into the buffer.
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
 }

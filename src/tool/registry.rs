@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::definition::ToolDefinition;
 use super::names::is_identifier;
-use crate::pipeline::fxhash::FxBuildHasher;
+use rustc_hash::FxBuildHasher;
 
 /// A registered tool and where it lives in the sandbox.
 #[derive(Clone, Debug)]

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codemode::builtins::{BuiltinError, BuiltinTools, MAX_SHELL_OUTPUT_BYTES};
 use codemode::pipeline::{CallOutcome, CallRequest, ErrorCode, GuardDecision, guard_fn};
 use codemode::tool::{Card, SearchHit};
-use codemode::tools::{BuiltinError, BuiltinTools, MAX_SHELL_OUTPUT_BYTES};
 use codemode::{Pipeline, ToolRegistry};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -318,7 +318,7 @@ async fn read_file_caps_the_bytes_returned_at_a_line_boundary() {
     ws.write("wide.txt", &line.repeat(400)); // 400 KB
     let (value, _) = ws.ok("read_file", json!({"path": "wide.txt"})).await;
     let content = value["content"].as_str().unwrap();
-    assert!(content.len() <= codemode::tools::MAX_READ_BYTES);
+    assert!(content.len() <= codemode::builtins::MAX_READ_BYTES);
     assert_eq!(value["end_line"], 262);
     assert_eq!(content.len(), 262 * 1000);
     assert_eq!(value["total_lines"], 400);
@@ -437,7 +437,7 @@ async fn glob_caps_its_results_and_says_so() {
     let (value, out) = ws.ok("glob", json!({"pattern": "*.txt"})).await;
     assert_eq!(value["truncated"], true);
     let paths = value["paths"].as_array().unwrap();
-    assert_eq!(paths.len(), codemode::tools::MAX_GLOB_RESULTS);
+    assert_eq!(paths.len(), codemode::builtins::MAX_GLOB_RESULTS);
     assert_eq!(paths[0], "f0000.txt");
     assert!(
         out.content

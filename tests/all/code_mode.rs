@@ -3,12 +3,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode::codemode::{CodeMode, RUN_CODE};
-use codemode::pipeline::approval::{ApprovalDecision, ApprovalRequest, Approver};
-use codemode::pipeline::events::{ChannelSink, Event};
-use codemode::pipeline::hooks::{HookDecision, PostAction, post_hook_fn, pre_hook_fn};
-use codemode::pipeline::session_log::{SessionLog, SessionLogOptions};
-use codemode::pipeline::{CallRequest, ContextEntry, HookError, Pipeline};
+use codemode::PipelineBuilder;
+use codemode::harness::RUN_CODE;
+use codemode::pipeline::{
+    ApprovalDecision, ApprovalRequest, Approver, CallRequest, ChannelSink, ContextEntry, Event,
+    EventSink, HookDecision, HookError, PostAction, SessionLog, SessionLogOptions, post_hook_fn,
+    pre_hook_fn,
+};
 use codemode::sandbox::{Limits, RunOutcome, RunStatus};
 use codemode::{ToolDefinition, ToolRegistry};
 use futures::FutureExt;
@@ -70,8 +71,7 @@ impl Approver for SlowApprover {
 }
 
 struct Harness {
-    pipeline: Pipeline,
-    code_mode: CodeMode,
+    harness: codemode::Harness,
     marks: Marks,
     events: tokio::sync::mpsc::UnboundedReceiver<Event>,
     log_path: std::path::PathBuf,
@@ -107,44 +107,51 @@ fn harness(limits: Limits) -> Harness {
                 .unwrap(),
         )
         .unwrap();
-    let code_mode = CodeMode::new(sandbox().clone(), limits);
-    registry
-        .register(code_mode.tool(&registry).unwrap())
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("session.jsonl");
     let (sink, events) = ChannelSink::new();
-    let pipeline = Pipeline::builder(registry)
-        .pre_hook(pre_hook_fn("ask-guarded", |call| {
-            if call.path == "guarded" {
-                HookDecision::Ask {
-                    reason: "guarded tool".into(),
+    // One sink sees the run_code call (outer pipeline) and its nested calls (inner pipeline).
+    let sink: Arc<dyn EventSink> = Arc::new(sink);
+    let outer_sink = Arc::clone(&sink);
+    let log = Arc::new(SessionLog::open(&log_path, SessionLogOptions::default()).unwrap());
+    let inner = move |pipeline: PipelineBuilder| {
+        pipeline
+            .pre_hook(pre_hook_fn("ask-guarded", |call| {
+                if call.path == "guarded" {
+                    HookDecision::Ask {
+                        reason: "guarded tool".into(),
+                    }
+                } else {
+                    HookDecision::Allow
                 }
-            } else {
-                HookDecision::Allow
-            }
-        }))
-        .post_hook(post_hook_fn("note", |info| {
-            let mut action = PostAction::keep();
-            if info.call.path == "memory.search_nodes" {
+            }))
+            .post_hook(post_hook_fn("note", |info| {
+                let mut action = PostAction::keep();
+                if info.call.path == "memory.search_nodes" {
+                    action
+                        .contexts
+                        .push(ContextEntry::new("note", "memory was consulted"));
+                }
                 action
-                    .contexts
-                    .push(ContextEntry::new("note", "memory was consulted"));
-            }
-            action
-        }))
-        .approver(SlowApprover {
-            delay: Duration::from_millis(500),
+            }))
+            .approver(SlowApprover {
+                delay: Duration::from_millis(500),
+            })
+            .shared_observer(Arc::clone(&sink))
+    };
+    let harness = codemode::Harness::builder()
+        .limits(limits)
+        .sandbox(sandbox().clone())
+        .inner(inner)
+        .outer(move |pipeline| {
+            pipeline
+                .shared_observer(Arc::clone(&outer_sink))
+                .session_log(Arc::clone(&log))
         })
-        .observer(sink)
-        .session_log(Arc::new(
-            SessionLog::open(&log_path, SessionLogOptions::default()).unwrap(),
-        ))
-        .build();
-    code_mode.attach(pipeline.clone());
+        .build(registry)
+        .unwrap();
     Harness {
-        pipeline,
-        code_mode,
+        harness,
         marks,
         events,
         log_path,
@@ -154,7 +161,8 @@ fn harness(limits: Limits) -> Harness {
 
 async fn run_code(h: &Harness, code: &str) -> RunOutcome {
     let outcome = h
-        .pipeline
+        .harness
+        .outer()
         .call(CallRequest::new(RUN_CODE, json!({ "code": code })))
         .await;
     let value = outcome
@@ -375,8 +383,7 @@ async fn only_run_code_is_durable_and_nested_calls_are_observed_live() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_description_embeds_the_sdk_of_visible_tools() {
     let h = harness(Limits::default());
-    let registry = h.pipeline.registry();
-    let description = h.code_mode.description(registry);
+    let description = h.harness.run_code().description();
     assert!(description.contains("declare const tools"), "{description}");
     assert!(description.contains("search_nodes"), "{description}");
     assert!(
@@ -389,7 +396,8 @@ async fn run_code_description_embeds_the_sdk_of_visible_tools() {
 async fn run_code_renders_status_console_and_value() {
     let h = harness(Limits::default());
     let outcome = h
-        .pipeline
+        .harness
+        .outer()
         .call(CallRequest::new(
             RUN_CODE,
             json!({"code": "console.log('hi'); console.error('bad'); return {a: 1};"}),
@@ -397,7 +405,8 @@ async fn run_code_renders_status_console_and_value() {
         .await;
     assert_eq!(outcome.content, "hi\nerror: bad\n=> {\n  \"a\": 1\n}\n");
     let failed = h
-        .pipeline
+        .harness
+        .outer()
         .call(CallRequest::new(
             RUN_CODE,
             json!({"code": "\n\nthrow new TypeError('boom');"}),
@@ -472,14 +481,15 @@ async fn the_audit_log_records_nested_calls_without_values() {
                 .unwrap(),
         )
         .unwrap();
-    let code_mode = CodeMode::new(sandbox().clone(), Limits::default());
-    registry
-        .register(code_mode.tool(&registry).unwrap())
+    let audit: Arc<dyn EventSink> =
+        Arc::new(codemode::pipeline::AuditLog::open(&audit_path).unwrap());
+    let harness = codemode::Harness::builder()
+        .sandbox(sandbox().clone())
+        .inner(move |pipeline| pipeline.shared_observer(Arc::clone(&audit)))
+        .build(registry)
         .unwrap();
-    let audit = codemode::pipeline::audit_log::AuditLog::open(&audit_path).unwrap();
-    let pipeline = Pipeline::builder(registry).observer(audit).build();
-    code_mode.attach(pipeline.clone());
-    let outcome = pipeline
+    let outcome = harness
+        .outer()
         .call(CallRequest::new(RUN_CODE, json!({"code": "await tools.lookup({ key: 'a' }); try { await tools.lookup({ key: 1 }); } catch {} return 'done';"})))
         .await;
     assert!(outcome.is_ok());

@@ -3,8 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use codemode::call::{CallError, ErrorKind};
 use codemode::sandbox::{
-    Limits, RunOptions, RunOutcome, RunStatus, ToolFailure, ToolHost, ToolRequest, ToolResponse,
+    Limits, RunOptions, RunOutcome, RunStatus, ToolHost, ToolReply, ToolRequest,
 };
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
@@ -32,32 +33,32 @@ impl ToolHost for Recorder {
             .to_vec()
     }
 
-    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
         let response = if let Some(problem) = request.unconvertible {
-            ToolResponse::Err(ToolFailure::new("INVALID_ARGS", problem, json!({})))
+            Err(CallError::new(
+                ErrorKind::InvalidArgs { issues: vec![] },
+                problem,
+            ))
         } else {
             self.ran
                 .lock()
                 .unwrap()
                 .push((request.path.clone(), request.args.clone()));
             match request.path.as_str() {
-                "echo" | "fs.read" => ToolResponse::Ok {
-                    value: json!({"echo": request.args}),
-                    contexts: vec![],
-                },
-                "write_file" => ToolResponse::Ok {
-                    value: json!("written"),
-                    contexts: vec![],
-                },
-                "fail" => ToolResponse::Err(ToolFailure::new(
-                    "TOOL_ERROR",
+                "echo" | "fs.read" => Ok(ToolReply::new(json!({"echo": request.args}))),
+                "write_file" => Ok(ToolReply::new(json!("written"))),
+                "fail" => Err(CallError::new(
+                    ErrorKind::ToolError {
+                        retryable: false,
+                        attempts: 1,
+                    },
                     "the body failed",
-                    json!({"retryable": false}),
                 )),
-                other => ToolResponse::Err(ToolFailure::new(
-                    "UNKNOWN_TOOL",
+                other => Err(CallError::new(
+                    ErrorKind::UnknownTool {
+                        suggestions: vec![],
+                    },
                     format!("no tool named `{other}`"),
-                    json!({"suggestions": []}),
                 )),
             }
         };

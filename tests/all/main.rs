@@ -19,6 +19,7 @@ mod hooks;
 mod hostile_corpus;
 mod import;
 mod isolation;
+mod layering;
 mod limits;
 mod mcp_e2e;
 mod pipeline;

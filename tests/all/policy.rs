@@ -367,19 +367,23 @@ async fn the_hook_denies_by_policy_and_asks_the_approver() {
 
 #[tokio::test]
 async fn hidden_tools_are_not_in_the_sdk_and_not_callable() {
-    use codemode::codemode::{CodeMode, sdk_for};
+    use codemode::harness::sdk_for;
     let p = policy("default = \"allow\"\n[visible]\nexclude = [\"secret\"]\n");
     let full = registry([echo_tool("shown"), echo_tool("secret")]);
     let visible = p.visible_registry(&full);
     let sdk = sdk_for(&visible);
     assert!(sdk.contains("shown(") && !sdk.contains("secret"), "{sdk}");
-    let pipeline = Pipeline::builder(visible).pre_hook(p.pre_hook()).build();
-    let code_mode = CodeMode::new(crate::common::sandbox().clone(), Limits::default());
-    code_mode.attach(pipeline);
-    let outcome = code_mode
+    let harness = codemode::Harness::builder()
+        .sandbox(crate::common::sandbox().clone())
+        .inner(move |pipeline| pipeline.pre_hook(p.pre_hook()))
+        .build(visible)
+        .unwrap();
+    let outcome = harness
+        .code_mode()
         .run(
             "const a = await tools.shown({text: 'x'}); let code; try { await tools.secret({text: 'y'}); } catch (e) { code = e.code; } return [a.echo, code, typeof tools.secret];",
             Default::default(),
+            &Default::default(),
         )
         .await;
     assert_eq!(

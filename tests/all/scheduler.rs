@@ -157,7 +157,7 @@ async fn a_denied_call_releases_its_place_at_once() {
 #[tokio::test(start_paused = true)]
 async fn child_scopes_order_independently() {
     let (p, trace) = setup(|b| b);
-    let child = p.root_scope().child();
+    let child = p.root_scope().sibling();
     let outer = tokio::spawn(p.call(CallRequest::new("work", excl("run_code", 100))));
     tokio::time::sleep(Duration::from_millis(1)).await;
     let inner = p

@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codemode::sandbox::{
-    Limits, RunOptions, RunStatus, ToolFailure, ToolHost, ToolRequest, ToolResponse,
-};
+use codemode::call::{ArgIssue, CallError, CallLimits, ContextEntry, ErrorKind};
+use codemode::sandbox::{Limits, RunOptions, RunStatus, ToolHost, ToolReply, ToolRequest};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -42,11 +41,11 @@ impl ToolHost for ScriptedHost {
         .to_vec()
     }
 
-    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
         if let Some(problem) = request.unconvertible {
-            let issue = json!({"path": "", "message": problem});
-            let failure = ToolFailure::new("INVALID_ARGS", problem, json!({"issues": [issue]}));
-            return async move { ToolResponse::Err(failure) }.boxed();
+            let issues = vec![ArgIssue::new("", problem.clone())];
+            let failure = CallError::new(ErrorKind::InvalidArgs { issues }, problem);
+            return async move { Err(failure) }.boxed();
         }
         self.executed.lock().unwrap().push((
             request.path.clone(),
@@ -58,42 +57,39 @@ impl ToolHost for ScriptedHost {
             let now = host.running.fetch_add(1, Ordering::SeqCst) + 1;
             host.max_running.fetch_max(now, Ordering::SeqCst);
             let response = match request.path.as_str() {
-                "echo" | "mem.get" | "delete" => ToolResponse::Ok {
+                "echo" | "mem.get" | "delete" => Ok(ToolReply {
                     value: json!({"echo": request.args, "seq": request.seq}),
-                    contexts: vec![("note".into(), format!("{} ran", request.path))],
-                },
+                    contexts: vec![ContextEntry::new("note", format!("{} ran", request.path))],
+                }),
                 "slow" => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
-                    ToolResponse::Ok {
-                        value: json!("slow done"),
-                        contexts: vec![],
-                    }
+                    Ok(ToolReply::new(json!("slow done")))
                 }
-                "fail" => ToolResponse::Err(ToolFailure::new(
-                    "TOOL_ERROR",
+                "fail" => Err(CallError::new(
+                    ErrorKind::ToolError {
+                        retryable: false,
+                        attempts: 1,
+                    },
                     "the body failed",
-                    json!({"retryable": false, "attempts": 1}),
                 )),
                 "approve" => {
                     // An approval wait longer than the deadline: it must not count.
                     request.deadline.pause();
                     tokio::time::sleep(Duration::from_millis(600)).await;
                     request.deadline.resume();
-                    ToolResponse::Ok {
-                        value: json!("approved"),
-                        contexts: vec![],
-                    }
+                    Ok(ToolReply::new(json!("approved")))
                 }
                 "forever" => {
                     // Counts once whether the call is cancelled through its token or dropped.
                     let _guard = CountOnDrop(Arc::clone(&host));
                     request.cancel.cancelled().await;
-                    ToolResponse::Err(ToolFailure::new("CANCELLED", "cancelled", json!({})))
+                    Err(CallError::new(ErrorKind::Cancelled, "cancelled"))
                 }
-                other => ToolResponse::Err(ToolFailure::new(
-                    "UNKNOWN_TOOL",
+                other => Err(CallError::new(
+                    ErrorKind::UnknownTool {
+                        suggestions: vec!["echo".into()],
+                    },
                     format!("no tool named `{other}`"),
-                    json!({"suggestions": ["echo"]}),
                 )),
             };
             host.running.fetch_sub(1, Ordering::SeqCst);
@@ -316,24 +312,40 @@ async fn a_call_after_the_run_ended_never_executes() {
     );
 }
 
+/// Per-call byte limits belong to the pipeline (the sandbox keeps per-run limits): a program
+/// meets them through Code Mode, with the pipeline's `details` shape.
 #[tokio::test]
 async fn oversized_results_and_arguments_are_limit_exceeded() {
-    let host = host();
-    let limits = Limits {
-        call_arg_bytes: 100,
-        call_result_bytes: 100,
-        ..Limits::default()
+    let echo = codemode::ToolDefinition::builder("echo")
+        .description("echoes its arguments")
+        .execute(|args: Value, _exec| async move { Ok(json!({"echo": args, "seq": 2})) })
+        .build()
+        .unwrap();
+    let mut registry = codemode::ToolRegistry::new();
+    registry.register(echo).unwrap();
+    let mut limits = Limits::default();
+    limits.call = CallLimits {
+        max_arg_bytes: 100,
+        max_result_bytes: 100,
     };
+    let harness = codemode::Harness::builder()
+        .sandbox(sandbox().clone())
+        .limits(limits)
+        .build(registry)
+        .unwrap();
     let source = r#"
         const out = [];
         try { await tools.echo({ big: "x".repeat(200) }); } catch (e) { out.push([e.code, e.details]); }
         try { await tools.echo({ mid: "y".repeat(80) }); } catch (e) { out.push([e.code, e.details.limit]); }
         return out;
     "#;
-    let outcome = run_with(&host, source, limits).await;
+    let outcome = harness.run(source).await.unwrap();
     assert_eq!(
         outcome.value_json(),
-        Some(json!([["LIMIT_EXCEEDED", {"limit": 100, "value": 210}], ["LIMIT_EXCEEDED", 100]])),
+        Some(json!([
+            ["LIMIT_EXCEEDED", {"limit": "argument_bytes", "value": 210}],
+            ["LIMIT_EXCEEDED", "result_bytes"]
+        ])),
         "{}",
         outcome.to_json()
     );

@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Around, Dispatch, Next};
-use crate::pipeline::error::{CallError, ErrorCode};
-use crate::pipeline::fxhash::FxBuildHasher;
+use crate::call::{CallError, ErrorCode};
+use rustc_hash::FxBuildHasher;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ToolStats {

@@ -22,9 +22,8 @@ pub use metrics::{Metrics, MetricsWrapper, ToolStats};
 pub use retry::{RetryPolicy, RetryWrapper};
 pub use timeout::{DEFAULT_TIMEOUT, TimeoutWrapper};
 
-use super::call::Caller;
-use super::error::{CallError, ErrorKind};
-use crate::tool::{ExecContext, ProgressSink, ToolDefinition};
+use crate::call::{CallError, Caller, ErrorKind, Extensions, TypedSlot};
+use crate::tool::{ExecContext, ProgressReporter, ToolDefinition};
 
 /// The call as wrappers see it. Cheap to clone (retries run it again).
 #[derive(Clone)]
@@ -40,7 +39,10 @@ pub struct Dispatch {
     pub cancel: CancellationToken,
     /// 1-based attempt number; the retry wrapper increments it.
     pub attempt: u32,
-    pub(crate) progress: ProgressSink,
+    /// The call's typed data.
+    pub extensions: Extensions,
+    pub(crate) progress: Arc<dyn ProgressReporter>,
+    pub(crate) typed: TypedSlot,
 }
 
 /// An execute wrapper.
@@ -85,7 +87,9 @@ fn run_body(call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
         caller: call.caller,
         cancel: call.cancel,
         attempt: attempts,
-        progress: call.progress,
+        extensions: call.extensions,
+        progress: Some(call.progress),
+        typed: call.typed,
     };
     // The body gets an owned copy of the snapshot (its signature takes `Value`); the snapshot
     // itself stays untouched for hooks, events and presenters.

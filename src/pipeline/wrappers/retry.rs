@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Around, Dispatch, Next};
-use crate::pipeline::error::{CallError, ErrorKind};
+use crate::call::{CallError, ErrorKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {

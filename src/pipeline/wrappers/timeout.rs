@@ -12,18 +12,28 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
 use super::{Around, Dispatch, Next};
-use crate::pipeline::error::{CallError, ErrorKind};
+use crate::call::{CallError, ErrorKind};
 
 /// Used when a tool declares no timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The per-attempt timeout: the tool's declared one, else the pipeline's default (if any).
+#[derive(Debug)]
 pub struct TimeoutWrapper {
-    default: Duration,
+    default: Option<Duration>,
 }
 
 impl TimeoutWrapper {
+    /// Tools that declare no timeout get `default`.
     pub fn new(default: Duration) -> Self {
-        TimeoutWrapper { default }
+        TimeoutWrapper {
+            default: Some(default),
+        }
+    }
+
+    /// Only tools that declare a timeout get one.
+    pub fn declared_only() -> Self {
+        TimeoutWrapper { default: None }
     }
 }
 
@@ -35,7 +45,9 @@ impl Default for TimeoutWrapper {
 
 impl Around for TimeoutWrapper {
     fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>> {
-        let limit = call.tool.timeout().unwrap_or(self.default);
+        let Some(limit) = call.tool.timeout().or(self.default) else {
+            return next.run(call);
+        };
         // The call's own token (a child of the caller's): firing it tells a body that ignores the
         // drop (spawned work) to stop, and stops an outer retry, without touching the caller.
         let token = call.cancel.clone();

@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::convert_document;
+use crate::sdk::declaration::write_declaration;
 use crate::sdk::naming::NameAllocator;
-use crate::sdk::render::write_declaration;
 
 /// Every declaration `schema` produces when it is the input of a tool named `T`.
 fn declarations(schema: Value) -> String {

@@ -1,6 +1,7 @@
 //! What the generated text looks like: snapshots and the properties a harness relies on.
 
-use codemode::sdk::{DescriptionLimits, SdkTool, generate_sdk, run_code_description};
+use codemode::Limits;
+use codemode::sdk::{SdkTool, generate_sdk, run_code_description};
 use serde_json::json;
 
 use super::corpus::corpus;
@@ -39,7 +40,7 @@ fn run_code_description_matches_snapshot() {
     let sdk = generate_sdk(&git);
     assert_snapshot!(
         "sdk_run_code_description",
-        run_code_description(&sdk, &DescriptionLimits::default())
+        run_code_description(&sdk, &Limits::default())
     );
 }
 

@@ -28,7 +28,7 @@
 //! # Example
 //! ```
 //! use codemode::pipeline::CallRequest;
-//! use codemode::tools::BuiltinTools;
+//! use codemode::builtins::BuiltinTools;
 //! use codemode::{Pipeline, ToolRegistry};
 //! use serde_json::json;
 //!

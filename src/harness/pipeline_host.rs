@@ -6,10 +6,9 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::pipeline::approval::ApprovalObserver;
-use crate::pipeline::{CallRequest, Caller, Pipeline, Scope};
-use crate::sandbox::{DeadlinePause, ToolFailure, ToolHost, ToolRequest, ToolResponse};
-use crate::schema::ArgIssue;
+use crate::call::{ArgIssue, CallError, Caller};
+use crate::pipeline::{ApprovalObserver, CallRequest, Pipeline, Scope};
+use crate::sandbox::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 
 pub(crate) struct PipelineHost {
     pub pipeline: Pipeline,
@@ -36,7 +35,7 @@ impl ToolHost for PipelineHost {
         self.paths.clone()
     }
 
-    fn call(&self, request: ToolRequest) -> BoxFuture<'static, ToolResponse> {
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
         let call = match request.unconvertible {
             Some(problem) => {
                 CallRequest::unconvertible(&request.path, vec![ArgIssue::new("", problem)])
@@ -47,7 +46,8 @@ impl ToolHost for PipelineHost {
             .caller(Caller::code_mode(request.run_id, request.seq))
             .scope(Arc::clone(&self.scope))
             .cancel_token(request.cancel)
-            .approval_observer(Arc::new(PauseDeadline(request.deadline)));
+            .approval_observer(Arc::new(PauseDeadline(request.deadline)))
+            .extensions(&request.extensions);
         // `call()` takes the call's place in the scope now, in issue order. The call runs on the
         // sandbox worker's event loop, next to the program that awaits it: hopping to the host
         // runtime and back cost two cross-thread wake-ups per call (measured: ~40x the raw op).
@@ -55,27 +55,12 @@ impl ToolHost for PipelineHost {
         async move {
             let outcome = call.await;
             match (outcome.value, outcome.error) {
-                (_, Some(error)) => {
-                    let failure = ToolFailure::new(
-                        error.code().as_str(),
-                        error.message.clone(),
-                        error.details(),
-                    );
-                    ToolResponse::Err(if outcome.executed {
-                        failure
-                    } else {
-                        failure.not_executed()
-                    })
-                }
-                (Some(value), None) => ToolResponse::Ok {
+                (_, Some(error)) => Err(error),
+                (Some(value), None) => Ok(ToolReply {
                     // The outcome is the last owner unless an observer kept the value.
                     value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
-                    contexts: outcome
-                        .contexts
-                        .into_iter()
-                        .map(|c| (c.kind, c.text))
-                        .collect(),
-                },
+                    contexts: outcome.contexts,
+                }),
                 (None, None) => unreachable!("an outcome has a value or an error"),
             }
         }

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::pipeline::HookError;
-use crate::pipeline::approval::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::pipeline::{ApprovalDecision, ApprovalRequest, Approver};
 
 /// Start of the refusal reason when no terminal can be opened.
 pub const NO_TERMINAL: &str = "no terminal to ask on";

@@ -1,21 +1,21 @@
 //! Approvals in MCP mode: an `ask` becomes a question to the user through the client's
 //! elicitation, when the client supports it; otherwise it is refused (DESIGN.md §3 fails closed).
 
-use std::sync::Arc;
-
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::live::{AskRoute, LiveRequests, PendingAsk};
+use super::live::{AskRoute, LiveRequest, PendingAsk};
 use crate::pipeline::{ApprovalDecision, ApprovalRequest, Approver, HookError};
 
 /// Arguments longer than this are cut in the question shown to the user.
 const ARGS_SHOWN_BYTES: usize = 600;
 
-pub(crate) struct ElicitationApprover(pub Arc<LiveRequests>);
+/// Puts an `ask` to the user of the MCP request the call belongs to (found on the call's
+/// extensions).
+pub(crate) struct ElicitationApprover;
 
 /// The question put to the user.
 pub(crate) fn question(request: &ApprovalRequest<'_>) -> String {
@@ -66,7 +66,7 @@ impl Approver for ElicitationApprover {
     ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
         async move {
             let refuse = |reason: String| Ok(ApprovalDecision::Refuse { reason });
-            let Some(live) = self.0.for_caller(request.call.caller) else {
+            let Some(live) = LiveRequest::of(request.call.extensions) else {
                 return refuse("the MCP request this call belongs to has ended".into());
             };
             let message = question(request);

@@ -3,11 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::schema::ArgIssue;
-
-/// Stable machine codes (DESIGN.md section 3). One definition serves the pipeline and the SDK:
-/// the TypeScript `ToolErrorCode` union is generated from this very type.
-pub use crate::sdk::runtime_types::ToolErrorCode as ErrorCode;
+use super::code::ErrorCode;
+use super::issue::ArgIssue;
 
 /// Who denied a call (`details.by` of `DENIED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,112 @@
+//! What `run` and `mcp` share: the limits of a run (defaults, then the policy's `[limits]`, then
+//! the flags), the log files, and the Code Mode assembly over the sources.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::sources::Sources;
+use codemode::harness::{Harness, HarnessBuilder};
+use codemode::pipeline::{AuditLog, EventSink, SessionLog, SessionLogOptions};
+use codemode::policy::PolicyLimits;
+use codemode::sandbox::{Limits, MIB};
+
+/// The limits of a run: defaults, then the policy's `[limits]`, then the flags.
+pub fn run_limits(policy: &PolicyLimits, timeout_ms: Option<u64>, heap_mb: Option<u64>) -> Limits {
+    let mut limits = policy.apply(Limits::default());
+    if let Some(ms) = timeout_ms {
+        limits.deadline = Duration::from_millis(ms);
+    }
+    if let Some(mb) = heap_mb {
+        limits.heap_bytes = mb as usize * MIB;
+    }
+    limits
+}
+
+/// `--session-log` and `--audit-log`, open for appending.
+#[derive(Default)]
+pub struct Logs {
+    /// Durable `tool/result` events: each `run_code` call, and direct calls.
+    session: Option<Arc<SessionLog>>,
+    /// One record per nested (or direct) tool call.
+    audit: Option<Arc<dyn EventSink>>,
+}
+
+impl Logs {
+    /// Opens the files the flags name; an error is an input error.
+    pub fn open(
+        session_log: &Option<PathBuf>,
+        audit_log: &Option<PathBuf>,
+    ) -> Result<Logs, String> {
+        let cannot = |flag: &str, path: &PathBuf, e: std::io::Error| {
+            format!("{flag} {}: cannot open for appending: {e}", path.display())
+        };
+        let session = match session_log {
+            Some(path) => Some(Arc::new(
+                SessionLog::open(path, SessionLogOptions::default())
+                    .map_err(|e| cannot("--session-log", path, e))?,
+            )),
+            None => None,
+        };
+        let audit = match audit_log {
+            Some(path) => Some(Arc::new(
+                AuditLog::open(path).map_err(|e| cannot("--audit-log", path, e))?,
+            ) as Arc<dyn EventSink>),
+            None => None,
+        };
+        Ok(Logs { session, audit })
+    }
+}
+
+/// The Code Mode assembly over `sources`: the policy hook, the built-ins' path guard and the
+/// audit log on the inner pipeline; the session log on both (it keeps only durable events: the
+/// `run_code` calls and direct calls, never nested ones). The caller adds its approver.
+pub fn harness(sources: &Sources, limits: Limits, logs: Logs) -> HarnessBuilder {
+    let policy = sources.policy.clone();
+    let builtins = sources.builtins().cloned();
+    let Logs { session, audit } = logs;
+    let outer_session = session.clone();
+    Harness::builder()
+        .limits(limits)
+        .inner(move |mut pipeline| {
+            pipeline = pipeline.pre_hook(policy.pre_hook());
+            if let Some(builtins) = &builtins {
+                pipeline = pipeline.guard(builtins.guard());
+            }
+            if let Some(audit) = &audit {
+                pipeline = pipeline.shared_observer(Arc::clone(audit));
+            }
+            if let Some(log) = &session {
+                pipeline = pipeline.session_log(Arc::clone(log));
+            }
+            pipeline
+        })
+        .outer(move |pipeline| match &outer_session {
+            Some(log) => pipeline.session_log(Arc::clone(log)),
+            None => pipeline,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_policy_which_beats_the_defaults() {
+        let policy = PolicyLimits {
+            timeout_ms: Some(1000),
+            heap_mb: Some(64),
+            max_tool_calls: Some(5),
+            ..PolicyLimits::default()
+        };
+        let limits = run_limits(&policy, None, None);
+        assert_eq!(limits.deadline, Duration::from_millis(1000));
+        assert_eq!(limits.heap_bytes, 64 * MIB);
+        assert_eq!(limits.tool_calls, 5);
+        let limits = run_limits(&policy, Some(2000), Some(32));
+        assert_eq!(limits.deadline, Duration::from_millis(2000));
+        assert_eq!(limits.heap_bytes, 32 * MIB);
+        let limits = run_limits(&PolicyLimits::default(), None, None);
+        assert_eq!(limits, Limits::default());
+    }
+}

@@ -1,0 +1,157 @@
+//! [`CodeMode`]: runs programs in the sandbox against the inner pipeline, one run per call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use super::pipeline_host::PipelineHost;
+use super::visible_tools;
+use crate::call::{Extensions, Limits, RunId};
+use crate::pipeline::Pipeline;
+use crate::sandbox::{RunOptions, RunOutcome, Sandbox};
+
+/// Runs programs against the visible tools of the pipeline it was built over. Cheap to clone.
+///
+/// Built by the [`Harness`](super::Harness) (or by hand with [`CodeMode::new`]): there is
+/// nothing to attach afterwards.
+#[derive(Clone)]
+pub struct CodeMode {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    sandbox: Sandbox,
+    limits: Limits,
+    /// The pipeline every `tools.x(args)` of a program goes through.
+    pipeline: Pipeline,
+    /// The sandbox paths programs see (the pipeline's tools but `run_code`).
+    paths: Vec<String>,
+    /// Parent of every run's cancellation: [`CodeMode::stop_all`].
+    stop: CancellationToken,
+    /// Runs whose id the caller chose (a [`RunId`] extension), for [`CodeMode::stop_run`].
+    by_id: Mutex<HashMap<Arc<str>, CancellationToken>>,
+}
+
+impl CodeMode {
+    /// Programs run in `sandbox` under `limits`, and their calls go through `pipeline`.
+    pub fn new(sandbox: Sandbox, limits: Limits, pipeline: Pipeline) -> CodeMode {
+        let paths = visible_tools(pipeline.registry())
+            .into_iter()
+            .map(|t| t.path)
+            .collect();
+        CodeMode {
+            inner: Arc::new(Inner {
+                sandbox,
+                limits,
+                pipeline,
+                paths,
+                stop: CancellationToken::new(),
+                by_id: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The limits of every run.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The pipeline the programs' calls go through.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.inner.pipeline
+    }
+
+    /// Stops every run in progress and every later one: each ends `cancelled` and still returns
+    /// its outcome (console output so far included). For a process shutting down, e.g. on
+    /// Ctrl-C, where cancelling the enclosing `run_code` call would drop the outcome.
+    pub fn stop_all(&self) {
+        self.inner.stop.cancel();
+    }
+
+    /// Stops the run whose id was chosen with a [`RunId`] extension; it still returns its
+    /// outcome (status `cancelled`, console kept), unlike cancelling the `run_code` call, which
+    /// discards it. Returns whether such a run was going.
+    pub fn stop_run(&self, run_id: &str) -> bool {
+        let runs = self.inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        match runs.get(run_id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs a program. Its tool calls carry `extensions` (and, when they hold a [`RunId`], the
+    /// run uses that id).
+    ///
+    /// # Cancellation
+    /// Cancelling `cancel` stops the run; the outcome (status `cancelled`) is still returned.
+    pub async fn run(
+        &self,
+        code: &str,
+        cancel: CancellationToken,
+        extensions: &Extensions,
+    ) -> RunOutcome {
+        let pipeline = &self.inner.pipeline;
+        let host = PipelineHost {
+            pipeline: pipeline.clone(),
+            scope: pipeline.root_scope().sibling(),
+            paths: self.inner.paths.clone(),
+        };
+        let run_cancel = self.inner.stop.child_token();
+        let mut options = RunOptions::new(self.inner.limits.clone())
+            .with_cancel(run_cancel.clone())
+            .with_tools(Arc::new(host))
+            .with_extensions(extensions.clone());
+        let chosen = extensions.get::<RunId>();
+        if let Some(run_id) = chosen {
+            options = options.with_run_id(run_id.as_str());
+        }
+        let _registered =
+            chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
+        let run = self.inner.sandbox.run_with(code, options);
+        tokio::pin!(run);
+        tokio::select! {
+            biased;
+            outcome = &mut run => outcome,
+            () = cancel.cancelled() => {
+                run_cancel.cancel();
+                run.await
+            }
+        }
+    }
+}
+
+/// Keeps a run stoppable by id while it goes.
+struct RegisteredRun<'a> {
+    inner: &'a Inner,
+    run_id: Arc<str>,
+}
+
+impl<'a> RegisteredRun<'a> {
+    fn new(inner: &'a Inner, run_id: &RunId, token: CancellationToken) -> Self {
+        let mut runs = inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        runs.insert(Arc::clone(&run_id.0), token);
+        RegisteredRun {
+            inner,
+            run_id: Arc::clone(&run_id.0),
+        }
+    }
+}
+
+impl Drop for RegisteredRun<'_> {
+    fn drop(&mut self) {
+        let mut runs = self.inner.by_id.lock().unwrap_or_else(|e| e.into_inner());
+        runs.remove(&self.run_id);
+    }
+}
