@@ -4,6 +4,8 @@
 //!
 //! The [`sandbox`] module runs programs with real limits (see its docs for an example).
 
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
 #[cfg(all(feature = "quickjs", feature = "v8"))]
 compile_error!(
     "codemode: select exactly one engine. Features `quickjs` (default) and `v8` are both on; build with `--no-default-features --features v8` for V8."

@@ -9,7 +9,7 @@ static PREFIX: OnceLock<String> = OnceLock::new();
 
 /// `c_<process start, base 36>_<counter>`: unique within a process, ordered by issue within it,
 /// and distinct across restarts that append to the same session log.
-pub fn next_call_id() -> Arc<str> {
+pub(crate) fn next_call_id() -> Arc<str> {
     let prefix = PREFIX.get_or_init(|| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -58,13 +58,13 @@ fn base36(mut n: u64) -> String {
 }
 
 /// Now, as RFC 3339 UTC with microseconds (`2026-12-02T11:37:48.123456Z`).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 
 /// Formats a time as RFC 3339 UTC with microseconds. Hand-written because it runs on every call
 /// and a general formatter costs several times more.
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

@@ -18,11 +18,11 @@ use serde_json::{Map, Value, json};
 /// How deeply an upstream answer may nest objects and arrays (`{"a": 1}` is one level). Below
 /// what a JSON message can carry through the MCP client (serde_json's limit of 128 levels, the
 /// JSON-RPC envelope included), so one limit holds whichever way the value arrives.
-pub const MAX_ANSWER_DEPTH: usize = 100;
+pub(crate) const MAX_ANSWER_DEPTH: usize = 100;
 
 /// Why a result has no canonical value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// `isError: true`: the server's text.
     #[error("{0}")]
     Reported(String),
@@ -32,7 +32,7 @@ pub enum AnswerError {
 }
 
 /// The canonical value of a successful result, or why there is none.
-pub fn canonical_value(result: &Value) -> Result<Value, AnswerError> {
+pub(crate) fn canonical_value(result: &Value) -> Result<Value, AnswerError> {
     let blocks = result
         .get("content")
         .and_then(Value::as_array)
@@ -83,7 +83,7 @@ fn parse_text(text: &str) -> Result<Value, AnswerError> {
 /// Whether `value` nests objects and arrays more than `limit` levels deep (a scalar is 0 levels).
 /// Walks with an explicit stack of at most `limit` entries: no recursion on the host's stack,
 /// whatever built the value.
-pub fn nested_deeper_than(value: &Value, limit: usize) -> bool {
+pub(crate) fn nested_deeper_than(value: &Value, limit: usize) -> bool {
     enum Children<'a> {
         Items(std::slice::Iter<'a, Value>),
         Members(serde_json::map::Values<'a>),

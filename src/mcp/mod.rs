@@ -26,6 +26,7 @@ pub use upstream::{DEFAULT_STARTUP_TIMEOUT, FlagError, Upstream, UpstreamError, 
 
 /// The upstreams that started, the ones that did not (with the reason), and the stream of
 /// "tools changed" notices from the ones that did.
+#[derive(Debug)]
 pub struct StartedUpstreams {
     pub sources: Vec<UpstreamSource>,
     pub failures: Vec<UpstreamError>,

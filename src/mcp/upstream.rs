@@ -43,7 +43,7 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest message an upstream may send: one JSON-RPC line, its newline not counted. The
 /// official SDK's own cap on a stdio line (16 MiB), enforced here where the request a too-large
 /// answer belongs to can still be told.
-pub const MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_LINE_LENGTH;
+pub(crate) const MAX_MESSAGE_BYTES: usize = DEFAULT_MAX_LINE_LENGTH;
 /// Nesting at which serde_json, the SDK's parser, gives up on a message (its recursion limit:
 /// 127 levels parse, the 128th fails).
 const PARSER_DEPTH_LIMIT: usize = 128;
@@ -203,7 +203,7 @@ impl StderrTail {
 }
 
 /// Called when an upstream says its tool list changed.
-pub type ListChanged = Arc<dyn Fn(&str) + Send + Sync>;
+pub(crate) type ListChanged = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The client side of one upstream connection.
 struct UpstreamClient {

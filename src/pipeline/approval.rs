@@ -8,6 +8,7 @@ use super::hooks::CallInfo;
 use crate::call::HookError;
 
 /// What the Approver is asked.
+#[derive(Debug)]
 pub struct ApprovalRequest<'a> {
     pub call: &'a CallInfo<'a>,
     /// The reasons of every hook that said `ask`.

@@ -22,6 +22,14 @@ pub struct AuditLog {
     include_direct: bool,
 }
 
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("include_direct", &self.include_direct)
+            .finish_non_exhaustive()
+    }
+}
+
 impl AuditLog {
     /// Opens (creating if needed) `path` for appending; records nested code-mode calls only.
     ///

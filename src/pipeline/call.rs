@@ -30,6 +30,16 @@ pub struct CallRequest {
     pub(crate) extensions: Extensions,
 }
 
+impl std::fmt::Debug for CallRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallRequest")
+            .field("tool", &self.tool)
+            .field("caller", &self.caller)
+            .field("extensions", &self.extensions)
+            .finish_non_exhaustive()
+    }
+}
+
 impl CallRequest {
     /// A direct call of the tool at sandbox path `tool` (`grep`, `ns.name`).
     pub fn new(tool: impl Into<String>, args: Value) -> Self {

@@ -125,6 +125,7 @@ where
 }
 
 /// A live sink that forwards clones to an unbounded channel (never blocks the call).
+#[derive(Debug)]
 pub struct ChannelSink(tokio::sync::mpsc::UnboundedSender<Event>);
 
 impl ChannelSink {

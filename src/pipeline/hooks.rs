@@ -10,7 +10,7 @@ use crate::call::{Caller, ContextEntry, DeniedBy, Extensions, HookError};
 use crate::tool::ToolDefinition;
 
 /// Read-only view of a call, shared by hooks, guards and approvers.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct CallInfo<'a> {
     pub call_id: &'a str,
     /// Sandbox path (`grep`, `ns.name`).
@@ -84,6 +84,7 @@ impl PostAction {
 }
 
 /// A successful result as a post hook sees it (after earlier hooks).
+#[derive(Debug)]
 pub struct PostInfo<'a> {
     pub call: &'a CallInfo<'a>,
     pub value: &'a Value,

@@ -81,11 +81,13 @@ pub use hooks::{
 };
 pub use scheduler::{DEFAULT_POOL_SIZE, Scope, Ticket};
 pub use session_log::{Replay, ReplayEntry, SessionLog, SessionLogOptions, replay};
-pub use wrappers::{Around, Dispatch, Metrics, Next, RetryPolicy, ToolStats, around_fn};
+pub use wrappers::{
+    Around, DEFAULT_TIMEOUT, Dispatch, Metrics, MetricsWrapper, Next, RetryPolicy, RetryWrapper,
+    TimeoutWrapper, ToolStats, around_fn,
+};
 
 use crate::tool::ToolRegistry;
 use events::Sinks;
-use wrappers::{MetricsWrapper, RetryWrapper, TimeoutWrapper};
 
 /// Default time an Approver has to answer.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -108,6 +110,15 @@ pub(crate) struct Inner {
 #[derive(Clone)]
 pub struct Pipeline {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("tools", &self.inner.registry.len())
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pipeline {
@@ -158,6 +169,18 @@ pub struct PipelineBuilder {
     limits: CallLimits,
     pool_size: usize,
     metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for PipelineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineBuilder")
+            .field("tools", &self.registry.len())
+            .field("pre_hooks", &self.pre_hooks.len())
+            .field("guards", &self.guards.len())
+            .field("post_hooks", &self.post_hooks.len())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PipelineBuilder {

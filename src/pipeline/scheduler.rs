@@ -22,6 +22,15 @@ pub struct Scope {
     state: Mutex<State>,
 }
 
+impl std::fmt::Debug for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("pool", &self.pool)
+            .field("running", &self.running())
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<Waiter>,
@@ -135,6 +144,15 @@ pub struct Ticket {
     scope: Arc<Scope>,
     parallel: bool,
     wait: Option<(u64, Arc<Slot>)>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("parallel", &self.parallel)
+            .field("waiting", &self.wait.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Ticket {

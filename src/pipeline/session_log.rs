@@ -27,6 +27,14 @@ pub struct SessionLog {
     write_errors: AtomicU64,
 }
 
+impl std::fmt::Debug for SessionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLog")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SessionLog {
     /// Opens (creating if needed) `path` for appending.
     ///

@@ -26,6 +26,14 @@ pub struct Terminal {
     pub ansi: bool,
 }
 
+impl std::fmt::Debug for Terminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terminal")
+            .field("ansi", &self.ansi)
+            .finish_non_exhaustive()
+    }
+}
+
 type Opener = dyn Fn() -> io::Result<Terminal> + Send + Sync;
 
 /// Asks on a terminal, one prompt at a time. `y` or `yes` (any case) approves; anything else,
@@ -39,6 +47,12 @@ type Opener = dyn Fn() -> io::Result<Terminal> + Send + Sync;
 pub struct TerminalApprover {
     open: Arc<Opener>,
     screen: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for TerminalApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalApprover").finish_non_exhaustive()
+    }
 }
 
 impl Default for TerminalApprover {

@@ -22,7 +22,7 @@ pub(crate) struct ConsoleBuffer {
 }
 
 impl ConsoleBuffer {
-    pub fn with_cap(cap: usize) -> ConsoleBuffer {
+    pub(crate) fn with_cap(cap: usize) -> ConsoleBuffer {
         ConsoleBuffer {
             cap,
             ..ConsoleBuffer::default()
@@ -30,7 +30,7 @@ impl ConsoleBuffer {
     }
 
     /// Keeps `text` if it fits; once anything was dropped, nothing more is kept.
-    pub fn push(&mut self, level: LogLevel, text: &str) {
+    pub(crate) fn push(&mut self, level: LogLevel, text: &str) {
         if self.full {
             self.drop_entry(text.len());
             return;
@@ -62,7 +62,7 @@ impl ConsoleBuffer {
     }
 
     /// The kept entries, plus the marker when anything was dropped.
-    pub fn finish(mut self) -> Vec<LogEntry> {
+    pub(crate) fn finish(mut self) -> Vec<LogEntry> {
         if self.full {
             let entries = match self.dropped_entries {
                 1 => " in 1 entry".to_string(),

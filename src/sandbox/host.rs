@@ -44,6 +44,19 @@ pub struct ToolRequest {
     pub extensions: Extensions,
 }
 
+impl std::fmt::Debug for ToolRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRequest")
+            .field("path", &self.path)
+            .field("args", &self.args)
+            .field("unconvertible", &self.unconvertible)
+            .field("run_id", &self.run_id)
+            .field("seq", &self.seq)
+            .field("extensions", &self.extensions)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A successful call, as the program will see it: its value, and the context attachments
 /// (`{kind, text}`) of post-execute hooks. A failed call is a [`CallError`]: the program gets a
 /// rejected promise with a `ToolError` carrying its code, message and details.
@@ -77,6 +90,12 @@ pub(crate) struct RunTools {
 /// A handle that stops and restarts the run's deadline clock (nested pauses are counted).
 #[derive(Clone)]
 pub struct DeadlinePause(pub(crate) Arc<RunControl>);
+
+impl std::fmt::Debug for DeadlinePause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeadlinePause")
+    }
+}
 
 impl DeadlinePause {
     pub fn pause(&self) {

@@ -96,6 +96,17 @@ pub struct RunOptions {
     pub extensions: Extensions,
 }
 
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("limits", &self.limits)
+            .field("tools", &self.tools.as_ref().map(|t| t.paths()))
+            .field("run_id", &self.run_id)
+            .field("extensions", &self.extensions)
+            .finish_non_exhaustive()
+    }
+}
+
 impl RunOptions {
     pub fn new(limits: Limits) -> RunOptions {
         RunOptions {
@@ -139,6 +150,15 @@ pub fn new_run_id() -> String {
 pub struct Sandbox {
     pool: Arc<pool::Pool>,
     limits: Limits,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("limits", &self.limits)
+            .field("warm_workers", &self.warm_workers())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The error of building a sandbox (threads could not be started).

@@ -50,7 +50,7 @@ const SOURCE_NAME: &str = "program.ts";
 /// inside a function inside a call is already a dozen). Deeper programs are refused before
 /// anything but the parser has seen them. Real programs stay far below: the deepest in this
 /// repository's examples and tests is under 60.
-pub const MAX_NESTING: usize = 1000;
+pub(crate) const MAX_NESTING: usize = 1000;
 
 /// Stack the parser and the depth check may use per byte of source, at worst: every byte can
 /// open a level (`!!!!...`, `[[[[...`). Measured on the shapes of the hostile corpus in a

@@ -155,7 +155,7 @@ impl RunControl {
     /// Stop counting time (nested: every `pause` needs a `resume`). Approvals of nested tool
     /// calls use this: time awaiting an approver does not count against the deadline.
     #[allow(dead_code)] // wired up by the tool bindings
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         if timing.pauses == 0 {
             timing.paused_since = Some(Instant::now());
@@ -164,7 +164,7 @@ impl RunControl {
     }
 
     #[allow(dead_code)] // wired up by the tool bindings
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         timing.pauses = timing.pauses.saturating_sub(1);
         if timing.pauses == 0

@@ -20,7 +20,7 @@ struct Planned<'a> {
 }
 
 /// See [`crate::sdk::generate_sdk`].
-pub fn render_sdk(tools: &[SdkTool]) -> String {
+pub(crate) fn render_sdk(tools: &[SdkTool]) -> String {
     let planned = plan(tools);
     let reserved = RESERVED_TYPE_NAMES.iter().chain(LIB_GLOBAL_TYPES).copied();
     let mut names = NameAllocator::with_reserved(reserved);
@@ -102,7 +102,7 @@ fn plan(tools: &[SdkTool]) -> Vec<(&SdkTool, String)> {
 
 /// `interface` for plain object types (they read best and show up by name in tsc errors),
 /// `type` for everything else.
-pub fn write_declaration(out: &mut String, declaration: &Declaration) {
+pub(crate) fn write_declaration(out: &mut String, declaration: &Declaration) {
     declaration.doc.write(out, "");
     match &declaration.ty {
         TsType::Object(object) => {

@@ -11,7 +11,7 @@ const MIB: u64 = 1024 * KIB;
 const DESCRIPTION_TEMPLATE: &str = include_str!("../../sdk-templates/run_code_description.md");
 
 /// See [`crate::sdk::run_code_description`].
-pub fn render_description(sdk: &str, limits: &Limits) -> String {
+pub(crate) fn render_description(sdk: &str, limits: &Limits) -> String {
     let error_codes: Vec<String> = ToolErrorCode::ALL
         .iter()
         .map(|code| format!("- `{}`: {}", code.as_str(), code.meaning()))

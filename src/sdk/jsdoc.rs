@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 /// Lines of one JSDoc comment; empty means no comment.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Doc {
+pub(crate) struct Doc {
     lines: Vec<String>,
 }
 
@@ -28,7 +28,7 @@ const CONSTRAINTS: &[&str] = &[
 
 impl Doc {
     /// Free text, split into lines (a blank line separates paragraphs).
-    pub fn text(text: &str) -> Doc {
+    pub(crate) fn text(text: &str) -> Doc {
         let mut doc = Doc::default();
         doc.push_text(text);
         doc
@@ -36,7 +36,7 @@ impl Doc {
 
     /// The documentation a schema carries: description (or title), format, constraints,
     /// default, example, deprecation.
-    pub fn of_schema(schema: &Value) -> Doc {
+    pub(crate) fn of_schema(schema: &Value) -> Doc {
         let mut doc = Doc::default();
         let Some(map) = schema.as_object() else {
             return doc;
@@ -69,7 +69,7 @@ impl Doc {
     }
 
     /// Appends a paragraph, separated from earlier text by a blank line.
-    pub fn push_paragraph(&mut self, text: &str) {
+    pub(crate) fn push_paragraph(&mut self, text: &str) {
         if !self.lines.is_empty() && !text.trim().is_empty() {
             self.lines.push(String::new());
         }
@@ -93,7 +93,7 @@ impl Doc {
     ///
     /// `*/` inside the text would end the comment early and let description text be parsed as
     /// code, so it is written as `*\/`.
-    pub fn write(&self, out: &mut String, indent: &str) {
+    pub(crate) fn write(&self, out: &mut String, indent: &str) {
         match self.lines.as_slice() {
             [] => {}
             [line] => {

@@ -14,7 +14,7 @@ pub fn is_identifier(name: &str) -> bool {
 }
 
 /// A property key: bare when it is an identifier, otherwise a quoted string literal.
-pub fn property_key(name: &str) -> String {
+pub(crate) fn property_key(name: &str) -> String {
     if is_identifier(name) {
         name.to_owned()
     } else {
@@ -23,7 +23,7 @@ pub fn property_key(name: &str) -> String {
 }
 
 /// A TypeScript string literal; JSON's escaping is a subset of JS's, so it is always valid.
-pub fn string_literal(value: &str) -> String {
+pub(crate) fn string_literal(value: &str) -> String {
     serde_json::Value::from(value).to_string()
 }
 
@@ -32,7 +32,7 @@ pub fn string_literal(value: &str) -> String {
 /// Every run of non-alphanumeric characters separates words; the first letter of each word
 /// is upper-cased and the rest kept, so acronyms survive. A leading digit gets a `_` because
 /// a type name cannot start with one.
-pub fn pascal_case(name: &str) -> String {
+pub(crate) fn pascal_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 1);
     for word in name.split(|c: char| !c.is_ascii_alphanumeric()) {
         let mut chars = word.chars();
@@ -54,7 +54,7 @@ pub fn pascal_case(name: &str) -> String {
 /// hit (tool `event` + `$defs/Target` = `EventTarget`). Declaring one again would merge with
 /// or clash against the library's, so generated names steer around them.
 #[rustfmt::skip]
-pub const LIB_GLOBAL_TYPES: &[&str] = &[
+pub(crate) const LIB_GLOBAL_TYPES: &[&str] = &[
     "AbortController", "AbortSignal", "ArrayBuffer", "Awaited", "Blob", "Capitalize",
     "DataView", "Document", "Element", "Event", "EventTarget", "Exclude",
     "Extract", "File", "FileList", "FormData", "Headers", "InstanceType",
@@ -69,20 +69,20 @@ pub const LIB_GLOBAL_TYPES: &[&str] = &[
 ///
 /// Deterministic because callers ask in a fixed order (tools sorted, schemas walked in order).
 #[derive(Debug, Default)]
-pub struct NameAllocator {
+pub(crate) struct NameAllocator {
     taken: HashSet<String>,
 }
 
 impl NameAllocator {
     /// An allocator where `reserved` names are already taken.
-    pub fn with_reserved<'a>(reserved: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn with_reserved<'a>(reserved: impl IntoIterator<Item = &'a str>) -> Self {
         Self {
             taken: reserved.into_iter().map(str::to_owned).collect(),
         }
     }
 
     /// `base` if free, else `base2`, `base3`, ...; the returned name is now taken.
-    pub fn allocate(&mut self, base: &str) -> String {
+    pub(crate) fn allocate(&mut self, base: &str) -> String {
         let mut candidate = base.to_owned();
         let mut n = 2;
         while self.taken.contains(&candidate) {

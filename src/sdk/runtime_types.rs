@@ -15,13 +15,13 @@ use typescript_type_def::{DefinitionFileOptions, TypeDef, write_definition_file}
 // `///` docs on these types are copied into the SDK, so they are written for the model;
 // notes for Rust readers stay in `//` comments like this one.
 
-pub use crate::call::ErrorCode as ToolErrorCode;
+pub(crate) use crate::call::ErrorCode as ToolErrorCode;
 
 /// Level of a console entry: the `console` method that wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TypeDef)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)] // only its TypeScript declaration is used
-pub enum ConsoleLevel {
+pub(crate) enum ConsoleLevel {
     Log,
     Info,
     Warn,
@@ -31,7 +31,7 @@ pub enum ConsoleLevel {
 
 /// Fields of the `ToolError` a failed tool call rejects with, besides those of `Error`.
 #[derive(Debug, Clone, Serialize, TypeDef)]
-pub struct ToolErrorFields {
+pub(crate) struct ToolErrorFields {
     /// Always `"ToolError"`, so `err.name === "ToolError"` identifies tool failures.
     pub name: ToolErrorName,
     /// Stable machine code: branch on this, not on `message`.
@@ -46,7 +46,7 @@ pub struct ToolErrorFields {
 
 /// Marker for the literal `"ToolError"`; a unit struct keeps the literal out of user hands.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ToolErrorName;
+pub(crate) struct ToolErrorName;
 
 impl Serialize for ToolErrorName {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -67,7 +67,7 @@ impl TypeDef for ToolErrorName {
 /// `details` of a [`ToolErrorFields`]: a JSON object whose keys depend on the code.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
-pub struct ToolErrorDetails(pub serde_json::Map<String, serde_json::Value>);
+pub(crate) struct ToolErrorDetails(pub serde_json::Map<String, serde_json::Value>);
 
 // `{ [key: string]: unknown }` is written as a named built-in so no alias is emitted; the
 // crate's own `serde_json::Value` impl would instead declare a recursive `JSONValue` type.
@@ -93,7 +93,7 @@ impl TypeDef for ToolErrorDetails {
 }
 
 /// Names the runtime types take in the SDK's global scope; tool types must avoid them.
-pub const RESERVED_TYPE_NAMES: &[&str] = &[
+pub(crate) const RESERVED_TYPE_NAMES: &[&str] = &[
     "ToolError",
     "ToolErrorCode",
     "ToolErrorFields",
@@ -103,7 +103,7 @@ pub const RESERVED_TYPE_NAMES: &[&str] = &[
 /// TypeScript declarations of the runtime types, ready to embed in `tools.d.ts`.
 ///
 /// Generated once per process: the text only depends on the types above.
-pub fn declarations() -> &'static str {
+pub(crate) fn declarations() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
         let mut buf = Vec::new();

@@ -18,7 +18,7 @@ use super::ts_type::{ObjectType, Property, TsType, Tuple};
 
 /// A named type to declare: `interface Name {...}` or `type Name = ...;`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Declaration {
+pub(crate) struct Declaration {
     pub name: String,
     pub doc: Doc,
     pub ty: TsType,
@@ -26,7 +26,7 @@ pub struct Declaration {
 
 /// Converts `schema` into its declarations: the root named `root_name` first, then every
 /// `$ref` target it reaches, in order of first reference, named `{def_prefix}{Def}`.
-pub fn convert_document(
+pub(crate) fn convert_document(
     schema: &Value,
     root_name: &str,
     def_prefix: &str,

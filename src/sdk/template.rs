@@ -9,7 +9,7 @@
 ///
 /// On a placeholder without a value or a value without a placeholder: templates are compiled
 /// in, so either is a programming error that every test run would hit.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let extra: usize = values.iter().map(|(_, value)| value.len()).sum();
     let mut out = String::with_capacity(template.len() + extra);
     let mut used = vec![false; values.len()];

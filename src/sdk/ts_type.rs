@@ -11,7 +11,7 @@ const INDENT: &str = "  ";
 
 /// A TypeScript type expression.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TsType {
+pub(crate) enum TsType {
     /// `string`, `number`, `boolean`, `null`, `undefined`, `unknown`, `never`.
     Keyword(&'static str),
     /// A literal type, already in TypeScript syntax (`"open"`, `42`, `true`).
@@ -29,7 +29,7 @@ pub enum TsType {
 
 /// `[A, B?, ...C[]]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tuple {
+pub(crate) struct Tuple {
     pub elements: Vec<TsType>,
     /// Elements from this index on are optional (`minItems`).
     pub required: usize,
@@ -38,13 +38,13 @@ pub struct Tuple {
 
 /// `{ a: T; b?: U; [key: string]: V }`.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ObjectType {
+pub(crate) struct ObjectType {
     pub properties: Vec<Property>,
     pub index: Option<Box<TsType>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Property {
+pub(crate) struct Property {
     /// The raw name; quoted on output when it is not an identifier.
     pub name: String,
     pub optional: bool,
@@ -53,12 +53,12 @@ pub struct Property {
 }
 
 impl TsType {
-    pub const UNKNOWN: TsType = TsType::Keyword("unknown");
-    pub const NEVER: TsType = TsType::Keyword("never");
-    pub const NULL: TsType = TsType::Keyword("null");
+    pub(crate) const UNKNOWN: TsType = TsType::Keyword("unknown");
+    pub(crate) const NEVER: TsType = TsType::Keyword("never");
+    pub(crate) const NULL: TsType = TsType::Keyword("null");
 
     /// A union, flattened; `never` members vanish, `unknown` absorbs everything, duplicates go.
-    pub fn union(members: impl IntoIterator<Item = TsType>) -> TsType {
+    pub(crate) fn union(members: impl IntoIterator<Item = TsType>) -> TsType {
         let mut flat: Vec<TsType> = Vec::new();
         for member in members {
             match member {
@@ -83,7 +83,7 @@ impl TsType {
     }
 
     /// An intersection, flattened; `unknown` members vanish, `never` absorbs everything.
-    pub fn intersection(members: impl IntoIterator<Item = TsType>) -> TsType {
+    pub(crate) fn intersection(members: impl IntoIterator<Item = TsType>) -> TsType {
         let mut out: Vec<TsType> = Vec::new();
         for member in members {
             let parts = match member {
@@ -107,7 +107,7 @@ impl TsType {
     }
 
     /// The type as TypeScript text, with nested objects indented from `depth`.
-    pub fn render(&self, depth: usize) -> String {
+    pub(crate) fn render(&self, depth: usize) -> String {
         let mut out = String::new();
         self.write(&mut out, depth);
         out
@@ -205,7 +205,7 @@ impl Tuple {
 
 impl ObjectType {
     /// The body lines of an object type, shared by inline objects and `interface` bodies.
-    pub fn write_members(&self, out: &mut String, depth: usize) {
+    pub(crate) fn write_members(&self, out: &mut String, depth: usize) {
         let indent = INDENT.repeat(depth);
         for property in &self.properties {
             property.doc.write(out, &indent);
@@ -238,7 +238,7 @@ impl ObjectType {
     }
 
     /// Whether `{}` would satisfy this type, so the argument itself can be optional.
-    pub fn accepts_empty(&self) -> bool {
+    pub(crate) fn accepts_empty(&self) -> bool {
         self.properties.iter().all(|property| property.optional)
     }
 }

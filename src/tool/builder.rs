@@ -45,6 +45,16 @@ pub struct ToolBuilder {
     finalize: Option<super::definition::FinalizeFn>,
 }
 
+impl std::fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ToolDefinition {
     pub fn builder(name: impl Into<String>) -> ToolBuilder {
         ToolBuilder {

@@ -56,6 +56,16 @@ pub struct ToolRegistry {
     namespaces: BTreeMap<String, ()>,
 }
 
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut paths: Vec<&String> = self.by_path.keys().collect();
+        paths.sort();
+        f.debug_struct("ToolRegistry")
+            .field("tools", &paths)
+            .finish()
+    }
+}
+
 impl ToolRegistry {
     pub fn new() -> Self {
         Self::default()

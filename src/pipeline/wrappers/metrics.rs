@@ -24,7 +24,7 @@ pub struct ToolStats {
 }
 
 /// Shared metrics store; read it with [`Metrics::snapshot`].
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Metrics {
     by_tool: Mutex<HashMap<Arc<str>, ToolStats, FxBuildHasher>>,
 }
@@ -56,6 +56,7 @@ impl Metrics {
     }
 }
 
+#[derive(Debug)]
 pub struct MetricsWrapper {
     metrics: Arc<Metrics>,
 }

@@ -45,6 +45,19 @@ pub struct Dispatch {
     pub(crate) typed: TypedSlot,
 }
 
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch")
+            .field("call_id", &self.call_id)
+            .field("path", &self.path)
+            .field("args", &self.args)
+            .field("caller", &self.caller)
+            .field("parallel", &self.parallel)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
 /// An execute wrapper.
 pub trait Around: Send + Sync + 'static {
     fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>>;
@@ -55,6 +68,14 @@ pub trait Around: Send + Sync + 'static {
 pub struct Next {
     chain: Arc<[Arc<dyn Around>]>,
     index: usize,
+}
+
+impl std::fmt::Debug for Next {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Next")
+            .field("remaining", &(self.chain.len() - self.index))
+            .finish()
+    }
 }
 
 impl Next {

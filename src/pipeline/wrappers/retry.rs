@@ -42,7 +42,7 @@ impl RetryPolicy {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct RetryWrapper {
     policy: RetryPolicy,
 }
