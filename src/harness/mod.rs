@@ -316,9 +316,10 @@ impl Harness {
     }
 
     /// The `run_code` call for `code`, ready for [`Harness::call`] (add a cancel token,
-    /// extensions such as a [`RunId`](crate::call::RunId), a caller).
-    pub fn request(code: &str) -> CallRequest {
-        CallRequest::new(RUN_CODE, json!({ "code": code }))
+    /// extensions such as a [`RunId`](crate::call::RunId), a caller). It has a scheduler scope
+    /// of its own: `run_code` is exclusive, and runs of one harness must not wait on each other.
+    pub fn request(&self, code: &str) -> CallRequest {
+        CallRequest::new(RUN_CODE, json!({ "code": code })).scope(self.outer.root_scope().sibling())
     }
 
     /// Calls `run_code` through the outer pipeline, with its events and logs.
@@ -344,7 +345,7 @@ impl Harness {
         code: &str,
         extensions: &Extensions,
     ) -> Result<RunOutcome, RunCallError> {
-        let outcome = self.call(Self::request(code).extensions(extensions)).await;
+        let outcome = self.call(self.request(code).extensions(extensions)).await;
         run_outcome(outcome)
     }
 }

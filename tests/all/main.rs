@@ -15,6 +15,7 @@ mod errors_and_values;
 mod events;
 mod fuzz_props;
 mod glue_hostile;
+mod harness;
 mod hooks;
 mod hostile_corpus;
 mod import;
