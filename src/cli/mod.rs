@@ -2,6 +2,7 @@
 //! 2 usage or input error.
 
 mod mcp;
+mod output;
 mod progress;
 mod run;
 mod sdk;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::output;
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
@@ -70,7 +71,10 @@ pub fn run(args: RunArgs) -> i32 {
             let mut error = RunError::new("SyntaxError", e.message.clone());
             error.line = Some(e.line);
             error.column = Some(e.column);
-            println!("{}", RunOutcome::failed(RunStatus::Error, error).to_json());
+            let json = RunOutcome::failed(RunStatus::Error, error).to_json();
+            if let Err(code) = output::emit("run", &format!("{json}\n")) {
+                return code;
+            }
         } else {
             eprintln!(
                 "codemode run: {}: syntax error at line {}, column {}: {}",
@@ -130,9 +134,13 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     if args.json {
-        println!("{}", outcome.to_json());
+        if let Err(code) = output::emit("run", &format!("{}\n", outcome.to_json())) {
+            return code;
+        }
     } else {
-        print!("{}", render(&outcome, usize::MAX));
+        if let Err(code) = output::emit("run", &render(&outcome, usize::MAX)) {
+            return code;
+        }
         if outcome.stats.tool_calls > 0 {
             eprintln!("{}", summary_line(&outcome));
         }

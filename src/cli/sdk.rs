@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::output;
 use super::sources::{self, SourceArgs, Sources};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::harness::{sdk_for, visible_tools};
@@ -89,10 +90,10 @@ pub fn sdk(args: SdkArgs) -> i32 {
                 EXIT_FAILED
             }
         },
-        None => {
-            print!("{text}");
-            0
-        }
+        None => match output::emit("sdk", &text) {
+            Ok(()) => 0,
+            Err(code) => code,
+        },
     }
 }
 
@@ -105,6 +106,7 @@ pub fn tools(args: ToolsArgs) -> i32 {
     };
     let tools = visible_tools(&sources.visible());
     let width = tools.iter().map(|t| t.path.len() + 6).max().unwrap_or(0);
+    let mut listing = String::new();
     for tool in tools {
         let sandbox = format!("tools.{}", tool.path);
         let original = if tool.name != tool.sandbox_name {
@@ -113,7 +115,10 @@ pub fn tools(args: ToolsArgs) -> i32 {
             String::new()
         };
         let summary = tool.description.lines().next().unwrap_or_default();
-        println!("{sandbox:width$}  {summary}{original}");
+        listing.push_str(&format!("{sandbox:width$}  {summary}{original}\n"));
     }
-    0
+    match output::emit("tools", &listing) {
+        Ok(()) => 0,
+        Err(code) => code,
+    }
 }

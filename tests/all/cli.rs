@@ -321,3 +321,60 @@ fn a_null_return_is_kept_in_json_and_human_mode() {
     let (_, stdout, _) = run_stdin(&["run", "-"], b"return undefined");
     assert_eq!(stdout, "", "undefined prints nothing");
 }
+
+/// Output larger than a pipe's buffer, so the writer is still writing when its reader goes away.
+const BIG_OUTPUT_PROGRAM: &[u8] = b"return 'x'.repeat(300000)";
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::Read;
+    let mut child = codemode()
+        .args(["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(BIG_OUTPUT_PROGRAM)
+        .unwrap();
+    // Read the first bytes, then hang up, as `| head -c 10` does.
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(&first, b"=> \"xxxxxx");
+}
+
+#[test]
+fn a_full_disk_is_an_error_naming_stdout() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut child = codemode()
+        .args(["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(BIG_OUTPUT_PROGRAM)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the output to stdout") && stderr.contains("No space left"),
+        "{stderr}"
+    );
+}
