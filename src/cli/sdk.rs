@@ -19,6 +19,33 @@ pub struct SdkArgs {
     /// Write the SDK here instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    missing: MissingUpstreams,
+}
+
+/// An SDK or a tool list without an upstream's tools would look complete to a script, so an
+/// upstream that does not start is an error unless this flag says otherwise.
+#[derive(Args)]
+struct MissingUpstreams {
+    /// Print the SDK (or the list) of the sources that started when an upstream fails to start,
+    /// instead of failing with exit code 2.
+    #[arg(long)]
+    allow_missing_upstreams: bool,
+}
+
+impl MissingUpstreams {
+    /// Whether to go on: `false` after printing the error.
+    fn check(&self, command: &str, sources: &Sources) -> bool {
+        if self.allow_missing_upstreams || sources.unavailable.is_empty() {
+            return true;
+        }
+        eprintln!(
+            "codemode {command}: {} upstream(s) did not start, so their tools would be missing: {}. Fix the upstream, or pass --allow-missing-upstreams to go on without its tools",
+            sources.unavailable.len(),
+            sources.unavailable.join("; ")
+        );
+        false
+    }
 }
 
 #[derive(Args)]
@@ -28,6 +55,8 @@ pub struct SdkArgs {
 pub struct ToolsArgs {
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    missing: MissingUpstreams,
 }
 
 /// Loads the sources (starting the upstreams on `runtime`, which must outlive their use) and
@@ -81,6 +110,9 @@ pub fn sdk(args: SdkArgs) -> i32 {
     let Some(sources) = load_sources("sdk", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
+    if !args.missing.check("sdk", &sources) {
+        return EXIT_USAGE;
+    }
     let text = sdk_for(&sources.visible());
     match args.out {
         Some(path) => match std::fs::write(&path, text) {
@@ -104,6 +136,9 @@ pub fn tools(args: ToolsArgs) -> i32 {
     let Some(sources) = load_sources("tools", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
+    if !args.missing.check("tools", &sources) {
+        return EXIT_USAGE;
+    }
     let tools = visible_tools(&sources.visible());
     let width = tools.iter().map(|t| t.path.len() + 6).max().unwrap_or(0);
     let mut listing = String::new();

@@ -53,9 +53,35 @@ fn unknown_flags_and_a_missing_root_are_startup_errors() {
 }
 
 #[test]
+fn an_upstream_that_cannot_start_fails_sdk_and_tools_unless_allowed() {
+    for command in ["sdk", "tools"] {
+        let out = codemode()
+            .args([command, "--root", ".", "--upstream", "gone=/no/such/server"])
+            .output()
+            .expect("run codemode");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("1 upstream(s) did not start")
+                && stderr.contains("cannot start `/no/such/server`")
+                && stderr.contains("--allow-missing-upstreams"),
+            "{command}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{command} printed a partial result");
+    }
+}
+
+#[test]
 fn an_upstream_that_cannot_start_is_a_warning_and_the_other_sources_still_load() {
     let out = codemode()
-        .args(["tools", "--root", ".", "--upstream", "gone=/no/such/server"])
+        .args([
+            "tools",
+            "--root",
+            ".",
+            "--upstream",
+            "gone=/no/such/server",
+            "--allow-missing-upstreams",
+        ])
         .output()
         .expect("run codemode");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -77,6 +103,7 @@ fn an_upstream_that_is_not_an_mcp_server_is_reported_with_its_stderr() {
             "5000",
             "--upstream",
             "noisy=sh -c 'echo boom >&2; exit 3'",
+            "--allow-missing-upstreams",
         ])
         .output()
         .expect("run codemode");
