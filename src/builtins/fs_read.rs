@@ -4,11 +4,13 @@ use std::fs;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    DEFAULT_READ_LIMIT, MAX_LIST_ENTRIES, MAX_READ_BYTES, Root, blocking, opt_str, opt_u64,
-    truncate_str,
+    DEFAULT_READ_LIMIT, MAX_LIST_ENTRIES, MAX_READ_BYTES, Root, args_schema, blocking, card_args,
+    parse_args, truncate_str,
 };
 use crate::pipeline::{CallStatus, ToolFailure};
 use crate::tool::{Card, ResultView, ToolDefinition};
@@ -27,6 +29,22 @@ pub(crate) fn io_failure(root: &Root, rel: &str, what: &str, e: &std::io::Error)
     }
 }
 
+/// The arguments of `read_file`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadFileArgs<'a> {
+    /// File path, relative to the workspace root.
+    path: &'a str,
+    /// First line to read (1-based). Default 1.
+    #[schemars(range(min = 1))]
+    offset: Option<u64>,
+    #[schemars(
+        range(min = 1),
+        description = format!("How many lines to read. Default {DEFAULT_READ_LIMIT}.")
+    )]
+    limit: Option<u64>,
+}
+
 pub(crate) fn read_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("read_file")
         .description(format!(
@@ -35,16 +53,7 @@ pub(crate) fn read_file(root: Arc<Root>) -> ToolDefinition {
              most {} KiB) plus the range and the file's total line count. Binary files are refused.",
             MAX_READ_BYTES / 1024
         ))
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based). Default 1."},
-                "limit": {"type": "integer", "minimum": 1, "description": format!("How many lines to read. Default {DEFAULT_READ_LIMIT}.")}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<ReadFileArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -59,11 +68,14 @@ pub(crate) fn read_file(root: Arc<Root>) -> ToolDefinition {
         }))
         .parallel_safe()
         .render(render_read)
-        .present_call(|args| Card::Read {
-            title: format!("Read {}", opt_str(args, "path").unwrap_or("")),
-            path: opt_str(args, "path").unwrap_or("").to_owned(),
-            range: None,
-            text: String::new(),
+        .present_call(|args| {
+            let path = card_args::<ReadFileArgs>(args).path;
+            Card::Read {
+                title: format!("Read {path}"),
+                path: path.to_owned(),
+                range: None,
+                text: String::new(),
+            }
         })
         .present_result(present_read)
         .execute(move |args, _exec| {
@@ -75,9 +87,11 @@ pub(crate) fn read_file(root: Arc<Root>) -> ToolDefinition {
 }
 
 fn read(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
-    let r = root.resolve(opt_str(args, "path").unwrap_or(""))?;
-    let offset = opt_u64(args, "offset").unwrap_or(1).max(1);
-    let limit = opt_u64(args, "limit").unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    let args: ReadFileArgs = parse_args("read_file", args)?;
+    let r = root.resolve(args.path)?;
+    // The schema's minimum is 1; `max(1)` keeps the arithmetic below safe without it.
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
     let meta = fs::metadata(&r.abs).map_err(|e| io_failure(root, &r.rel, "read", &e))?;
     if meta.is_dir() {
         return Err(ToolFailure::new(format!(
@@ -172,7 +186,7 @@ fn render_read(value: &Value) -> String {
 }
 
 fn present_read(args: &Value, view: &ResultView<'_>) -> Card {
-    let path = opt_str(args, "path").unwrap_or("").to_owned();
+    let path = card_args::<ReadFileArgs>(args).path.to_owned();
     match (view.status, view.value) {
         (CallStatus::Ok, Some(value)) => {
             let start = value["start_line"].as_u64().unwrap_or(1);
@@ -191,6 +205,14 @@ fn present_read(args: &Value, view: &ResultView<'_>) -> Card {
     }
 }
 
+/// The arguments of `list_dir`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListDirArgs<'a> {
+    /// Directory path, relative to the workspace root ("." for the root).
+    path: &'a str,
+}
+
 pub(crate) fn list_dir(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("list_dir")
         .description(format!(
@@ -198,14 +220,7 @@ pub(crate) fn list_dir(root: Arc<Root>) -> ToolDefinition {
              kind (file, dir, symlink, other) and size in bytes (files only). At most \
              {MAX_LIST_ENTRIES} entries. Use \".\" for the root."
         ))
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory path, relative to the workspace root (\".\" for the root)."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<ListDirArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -229,9 +244,9 @@ pub(crate) fn list_dir(root: Arc<Root>) -> ToolDefinition {
         }))
         .parallel_safe()
         .render(render_list)
-        .present_call(|args| Card::generic(format!("List {}", opt_str(args, "path").unwrap_or(""))))
+        .present_call(|args| Card::generic(format!("List {}", card_args::<ListDirArgs>(args).path)))
         .present_result(|args, view| Card::Generic {
-            title: format!("List {}", opt_str(args, "path").unwrap_or("")),
+            title: format!("List {}", card_args::<ListDirArgs>(args).path),
             body: Some(view.content.to_owned()),
         })
         .execute(move |args, _exec| {
@@ -243,7 +258,8 @@ pub(crate) fn list_dir(root: Arc<Root>) -> ToolDefinition {
 }
 
 fn list(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
-    let r = root.resolve(opt_str(args, "path").unwrap_or("."))?;
+    let args: ListDirArgs = parse_args("list_dir", args)?;
+    let r = root.resolve(args.path)?;
     let meta = fs::metadata(&r.abs).map_err(|e| io_failure(root, &r.rel, "list", &e))?;
     if !meta.is_dir() {
         return Err(ToolFailure::new(format!(

@@ -3,11 +3,13 @@
 use std::fs;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use similar::TextDiff;
 
 use super::fs_read::io_failure;
-use super::{Root, blocking, opt_str, truncate_str};
+use super::{Root, args_schema, blocking, card_args, parse_args, truncate_str};
 use crate::pipeline::{CallStatus, ToolFailure};
 use crate::tool::{Card, ToolDefinition};
 
@@ -23,21 +25,23 @@ fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
         .to_string()
 }
 
+/// The arguments of `write_file`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteFileArgs<'a> {
+    /// File path, relative to the workspace root.
+    path: &'a str,
+    /// The whole new content of the file.
+    content: &'a str,
+}
+
 pub(crate) fn write_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("write_file")
         .description(
             "Write a text file under the workspace root, replacing it if it exists and creating \
              missing parent directories. Prefer edit_file for changes to an existing file.",
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "content": {"type": "string", "description": "The whole new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<WriteFileArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -58,7 +62,7 @@ pub(crate) fn write_file(root: Arc<Root>) -> ToolDefinition {
         .present_result(|args, view| match view.status {
             CallStatus::Ok => write_card(args),
             CallStatus::Error => Card::Generic {
-                title: format!("Write {} failed", opt_str(args, "path").unwrap_or("")),
+                title: format!("Write {} failed", card_args::<WriteFileArgs>(args).path),
                 body: Some(view.content.to_owned()),
             },
         })
@@ -72,8 +76,8 @@ pub(crate) fn write_file(root: Arc<Root>) -> ToolDefinition {
 
 /// The content written, as a diff from nothing (the presenter sees only the arguments).
 fn write_card(args: &Value) -> Card {
-    let path = opt_str(args, "path").unwrap_or("").to_owned();
-    let content = opt_str(args, "content").unwrap_or("");
+    let WriteFileArgs { path, content } = card_args(args);
+    let path = path.to_owned();
     let shown = truncate_str(content, MAX_CARD_CONTENT);
     let mut unified = unified("", shown, "/dev/null", &format!("b/{path}"));
     if shown.len() < content.len() {
@@ -91,8 +95,8 @@ fn write_card(args: &Value) -> Card {
 }
 
 fn write(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
-    let r = root.resolve(opt_str(args, "path").unwrap_or(""))?;
-    let content = opt_str(args, "content").unwrap_or("");
+    let WriteFileArgs { path, content } = parse_args("write_file", args)?;
+    let r = root.resolve(path)?;
     if r.abs.is_dir() {
         return Err(ToolFailure::new(format!(
             "`{}` is a directory; write_file needs a file path",
@@ -109,6 +113,22 @@ fn write(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
     Ok(json!({"path": r.rel, "bytes_written": content.len()}))
 }
 
+/// The arguments of `edit_file`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditFileArgs<'a> {
+    /// File path, relative to the workspace root.
+    path: &'a str,
+    /// Exact text to replace (whitespace and indentation included).
+    #[schemars(length(min = 1))]
+    old: &'a str,
+    /// Replacement text.
+    new: &'a str,
+    /// Replace every occurrence instead of requiring exactly one. Default false.
+    // `Option` rather than `#[serde(default)] bool`: a default would add `@default` to the SDK.
+    replace_all: Option<bool>,
+}
+
 pub(crate) fn edit_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("edit_file")
         .description(
@@ -117,17 +137,7 @@ pub(crate) fn edit_file(root: Arc<Root>) -> ToolDefinition {
              `replace_all: true` to replace every occurrence. Returns the number of replacements \
              and a unified diff.",
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "old": {"type": "string", "minLength": 1, "description": "Exact text to replace (whitespace and indentation included)."},
-                "new": {"type": "string", "description": "Replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one. Default false."}
-            },
-            "required": ["path", "old", "new"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<EditFileArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -148,20 +158,15 @@ pub(crate) fn edit_file(root: Arc<Root>) -> ToolDefinition {
             )
         })
         .present_call(|args| {
-            let path = opt_str(args, "path").unwrap_or("").to_owned();
+            let EditFileArgs { path, old, new, .. } = card_args(args);
             Card::Diff {
                 title: format!("Edit {path}"),
-                unified: unified(
-                    opt_str(args, "old").unwrap_or(""),
-                    opt_str(args, "new").unwrap_or(""),
-                    &format!("a/{path}"),
-                    &format!("b/{path}"),
-                ),
-                path,
+                unified: unified(old, new, &format!("a/{path}"), &format!("b/{path}")),
+                path: path.to_owned(),
             }
         })
         .present_result(|args, view| {
-            let path = opt_str(args, "path").unwrap_or("");
+            let path = card_args::<EditFileArgs>(args).path;
             match (view.status, view.value) {
                 (CallStatus::Ok, Some(v)) => Card::Diff {
                     title: format!("Edit {}", v["path"].as_str().unwrap_or(path)),
@@ -183,13 +188,10 @@ pub(crate) fn edit_file(root: Arc<Root>) -> ToolDefinition {
 }
 
 fn edit(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
-    let r = root.resolve(opt_str(args, "path").unwrap_or(""))?;
-    let old = opt_str(args, "old").unwrap_or("");
-    let new = opt_str(args, "new").unwrap_or("");
-    let replace_all = args
-        .get("replace_all")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let args: EditFileArgs = parse_args("edit_file", args)?;
+    let r = root.resolve(args.path)?;
+    let (old, new) = (args.old, args.new);
+    let replace_all = args.replace_all.unwrap_or(false);
     if old.is_empty() {
         return Err(ToolFailure::new("`old` must not be empty"));
     }

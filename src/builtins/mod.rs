@@ -51,14 +51,19 @@
 
 mod fs_read;
 mod fs_write;
+mod glob;
+mod grep;
 mod guard;
 mod paths;
-mod search;
 mod shell;
+mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::pipeline::{Guard, ToolFailure};
@@ -85,14 +90,21 @@ pub const MAX_GREP_LINE_CHARS: usize = 1000;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuiltinError {
+    /// The root could not be resolved (missing, unreadable).
     #[error("builtin tools root `{}` cannot be used: {source}", path.display())]
     Root {
+        /// The root as given.
         path: PathBuf,
+        /// Why it could not be resolved.
         #[source]
         source: std::io::Error,
     },
+    /// The root exists but is a file.
     #[error("builtin tools root `{}` is not a directory", path.display())]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The root as given.
+        path: PathBuf,
+    },
 }
 
 /// The root every file tool is confined to, shared by the bodies and the guard.
@@ -145,8 +157,8 @@ impl BuiltinTools {
         let tools: Vec<ToolDefinition> = vec![
             fs_read::read_file(root.clone()),
             fs_read::list_dir(root.clone()),
-            search::glob(root.clone()),
-            search::grep(root.clone()),
+            glob::glob(root.clone()),
+            grep::grep(root.clone()),
             fs_write::write_file(root.clone()),
             fs_write::edit_file(root.clone()),
             shell::shell(root.clone()),
@@ -195,14 +207,72 @@ pub(crate) fn path_args(tool: &str) -> &'static [&'static str] {
     }
 }
 
-/// An optional string argument; `None` when absent or null.
-pub(crate) fn opt_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
+/// The `parameters` schema of a tool, derived from its argument struct and trimmed to what the
+/// model and the SDK generator use. The SDK turns schemas into TypeScript and JSDoc, so anything
+/// left here shows up in `tools.d.ts`:
+/// - `$schema` and `title` (the Rust struct's name) go; so does a top-level `description` (the
+///   struct's rustdoc is for Rust readers; the tool's own description speaks to the model);
+/// - an optional (`Option<T>`) property is absent rather than `null`: its `"null"` type member
+///   goes, or it would read `number | null`;
+/// - `format` goes (`uint64` is a Rust width, not a constraint; the bounds are `minimum`/`maximum`).
+///
+/// Argument structs are flat, so subschemas are inlined and no `$ref`/`$defs` appear.
+pub(crate) fn args_schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    let Some(top) = schema.as_object_mut() else {
+        return schema;
+    };
+    for key in ["$schema", "title", "description"] {
+        top.remove(key);
+    }
+    let required: Vec<Value> = match top.get("required") {
+        Some(Value::Array(names)) => names.clone(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Object(properties)) = top.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            let Some(property) = property.as_object_mut() else {
+                continue;
+            };
+            property.remove("format");
+            if required.iter().any(|r| r.as_str() == Some(name)) {
+                continue;
+            }
+            if let Some(Value::Array(types)) = property.get("type") {
+                let mut types: Vec<Value> =
+                    types.iter().filter(|t| *t != "null").cloned().collect();
+                let ty = if types.len() == 1 {
+                    types.remove(0)
+                } else {
+                    Value::Array(types)
+                };
+                property.insert("type".into(), ty);
+            }
+        }
+    }
+    schema
 }
 
-/// An optional unsigned argument.
-pub(crate) fn opt_u64(args: &Value, key: &str) -> Option<u64> {
-    args.get(key).and_then(Value::as_u64)
+/// The validated arguments of a `tool` call as its argument struct. Strings are borrowed from
+/// `args` (a `write_file` content can be large, and cards parse the arguments again). The pipeline validates against [`args_schema`] before the body runs, so a failure
+/// here means the struct and its schema disagree; it still fails the call with serde's reason.
+pub(crate) fn parse_args<'a, T: Deserialize<'a>>(
+    tool: &str,
+    args: &'a Value,
+) -> Result<T, ToolFailure> {
+    T::deserialize(args).map_err(|e| ToolFailure::new(format!("invalid arguments for {tool}: {e}")))
+}
+
+/// The arguments as a card shows them. Cards are also drawn for calls whose arguments failed
+/// validation (the result card of an `INVALID_ARGS` call): those fall back to empty fields.
+pub(crate) fn card_args<'a, T: Deserialize<'a> + Default>(args: &'a Value) -> T {
+    T::deserialize(args).unwrap_or_default()
 }
 
 /// Runs blocking file-system work off the async threads.
@@ -237,4 +307,87 @@ pub(crate) fn short(s: &str, max_chars: usize) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The derived schemas carry nothing the SDK would print that the model was not shown
+    /// before: no generator metadata, references, Rust formats, nullable or defaulted fields.
+    #[test]
+    fn derived_schemas_are_plain_and_cover_the_guarded_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let builtins = BuiltinTools::new(dir.path()).unwrap();
+        for tool in builtins.definitions() {
+            let schema = tool.parameters();
+            let text = schema.to_string();
+            for banned in [
+                "$schema",
+                "$ref",
+                "$defs",
+                "\"title\"",
+                "\"format\"",
+                "\"null\"",
+                "\"default\"",
+            ] {
+                assert!(
+                    !text.contains(banned),
+                    "{}: {banned} in {text}",
+                    tool.name()
+                );
+            }
+            assert_eq!(schema["type"], "object");
+            assert_eq!(schema["additionalProperties"], false, "{}", tool.name());
+            // A renamed field would silently leave the guard checking nothing.
+            for key in path_args(tool.name()) {
+                assert_eq!(
+                    schema["properties"][key]["type"],
+                    "string",
+                    "{}",
+                    tool.name()
+                );
+            }
+        }
+    }
+
+    #[derive(Debug, Default, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Probe<'a> {
+        /// A name.
+        name: &'a str,
+        #[schemars(range(min = 1, max = 9))]
+        count: Option<u64>,
+    }
+
+    #[test]
+    fn optional_integers_are_optional_not_nullable() {
+        let schema = args_schema::<Probe>();
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "A name."},
+                    "count": {"type": "integer", "minimum": 1, "maximum": 9}
+                },
+                "required": ["name"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn bad_arguments_fail_the_body_clearly_and_blank_the_card() {
+        let args = serde_json::json!({"name": "x", "extra": 1});
+        let err = parse_args::<Probe>("probe", &args).unwrap_err();
+        assert!(
+            err.message
+                .contains("invalid arguments for probe: unknown field `extra`")
+        );
+        assert_eq!(card_args::<Probe>(&args).name, "");
+        let ok = serde_json::json!({"name": "x", "count": 3});
+        let probe: Probe = card_args(&ok);
+        assert_eq!((probe.name, probe.count), ("x", Some(3)));
+    }
 }

@@ -6,11 +6,13 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
-use super::{Root, opt_str, opt_u64, short};
+use super::{Root, args_schema, card_args, parse_args, short};
 use crate::pipeline::{CallStatus, ToolFailure};
 use crate::tool::{Card, ToolDefinition};
 
@@ -25,6 +27,22 @@ pub const MAX_SHELL_OUTPUT_BYTES: usize = 100 * 1024;
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// Bytes of partial output quoted in a timeout error.
 const TIMEOUT_OUTPUT_TAIL: usize = 4096;
+
+/// The arguments of `shell`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShellArgs<'a> {
+    /// The command line, run by `sh -c` in the workspace root.
+    #[schemars(length(min = 1))]
+    command: &'a str,
+    #[schemars(
+        range(min = 1, max = MAX_SHELL_TIMEOUT_MS),
+        description = format!(
+            "Kill the command after this many milliseconds. Default {DEFAULT_SHELL_TIMEOUT_MS}."
+        )
+    )]
+    timeout_ms: Option<u64>,
+}
 
 /// The `shell` tool.
 ///
@@ -47,15 +65,7 @@ pub(crate) fn shell(root: Arc<Root>) -> ToolDefinition {
              empty: do not run interactive commands.",
             MAX_SHELL_OUTPUT_BYTES / 1024
         ))
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1, "description": "The command line, run by `sh -c` in the workspace root."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_SHELL_TIMEOUT_MS, "description": format!("Kill the command after this many milliseconds. Default {DEFAULT_SHELL_TIMEOUT_MS}.")}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<ShellArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -88,7 +98,7 @@ pub(crate) fn shell(root: Arc<Root>) -> ToolDefinition {
 }
 
 fn terminal_card(args: &Value, output: String, exit_code: Option<i64>) -> Card {
-    let command = opt_str(args, "command").unwrap_or("").to_owned();
+    let command = card_args::<ShellArgs>(args).command.to_owned();
     Card::Terminal {
         title: format!("$ {}", short(&command, 80)),
         command,
@@ -203,8 +213,12 @@ async fn run(
     args: &Value,
     cancel: tokio_util::sync::CancellationToken,
 ) -> Result<Value, ToolFailure> {
-    let command = opt_str(args, "command").unwrap_or("");
-    let timeout_ms = opt_u64(args, "timeout_ms")
+    let ShellArgs {
+        command,
+        timeout_ms,
+    } = parse_args("shell", args)?;
+    // The schema bounds it too; the clamp keeps a pipeline without validation within them.
+    let timeout_ms = timeout_ms
         .unwrap_or(DEFAULT_SHELL_TIMEOUT_MS)
         .clamp(1, MAX_SHELL_TIMEOUT_MS);
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);

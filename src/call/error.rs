@@ -9,13 +9,18 @@ use super::issue::ArgIssue;
 /// Who denied a call (`details.by` of `DENIED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeniedBy {
+    /// A pre-execute hook returned `deny` (or failed, which fails closed).
     Hook,
+    /// A guard denied the call.
     Guard,
+    /// The approver refused an `ask`, errored or timed out, or there was no approver.
     Approver,
+    /// A rule of the policy file denied the call.
     Policy,
 }
 
 impl DeniedBy {
+    /// The wire form used in `details.by`: `"hook"`, `"guard"`, `"approver"` or `"policy"`.
     pub fn as_str(self) -> &'static str {
         match self {
             DeniedBy::Hook => "hook",
@@ -29,11 +34,15 @@ impl DeniedBy {
 /// Which per-call limit fired (`details.limit` of `LIMIT_EXCEEDED`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitKind {
+    /// The serialized arguments were larger than `CallLimits::max_arg_bytes`.
     ArgumentBytes,
+    /// The serialized result value was larger than `CallLimits::max_result_bytes`, or the body
+    /// reported an oversized answer.
     ResultBytes,
 }
 
 impl LimitKind {
+    /// The wire form used in `details.limit`: `"argument_bytes"` or `"result_bytes"`.
     pub fn as_str(self) -> &'static str {
         match self {
             LimitKind::ArgumentBytes => "argument_bytes",
@@ -46,40 +55,64 @@ impl LimitKind {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// `UNKNOWN_TOOL`: no visible tool by that name.
     UnknownTool {
+        /// Visible tool names close to the one asked for; may be empty.
         suggestions: Vec<String>,
     },
+    /// `INVALID_ARGS`: the arguments could not be snapshotted or broke the input schema.
     InvalidArgs {
+        /// One entry per problem, each with a JSON-pointer path.
         issues: Vec<ArgIssue>,
     },
+    /// `DENIED`: a hook, guard, approver or policy said no.
     Denied {
+        /// Which gate refused.
         by: DeniedBy,
+        /// Why, as the gate put it.
         reason: String,
     },
+    /// `TIMEOUT`: the timeout wrapper fired and the body's future was dropped.
     Timeout {
+        /// The per-attempt limit that elapsed, in milliseconds.
         after_ms: u64,
     },
+    /// `TOOL_ERROR`: the body failed (or the tool's `render` or `finalize_content` panicked).
     ToolError {
+        /// Whether the body marked the failure as worth retrying.
         retryable: bool,
+        /// How many attempts ran, the first one included.
         attempts: u32,
     },
+    /// `OUTPUT_INVALID`: the final value breaks the tool's output schema.
     OutputInvalid {
+        /// One entry per problem, each with a JSON-pointer path into the value.
         issues: Vec<ArgIssue>,
+        /// Name of the post-execute hook that replaced the value; `None` when the body's own
+        /// value was invalid.
         by: Option<String>,
     },
+    /// `BLOCKED`: a post-execute hook withheld the result.
     Blocked {
+        /// Why, as the hook put it.
         reason: String,
     },
+    /// `CANCELLED` before the body started: the caller or the run went away (`details = {}`).
     Cancelled,
     /// Cancelled after the tool's body had started (code `CANCELLED`, `details.executed =
     /// true`): the body stopped with a failure when told to (a killed `shell` command), or ran
     /// past the grace and was dropped (`abandoned_after_ms`). It may have had part of its
     /// effect.
     CancelledAfterStart {
+        /// Milliseconds the body was given after cancellation before it was dropped; `None`
+        /// when it stopped on its own.
         abandoned_after_ms: Option<u64>,
     },
+    /// `LIMIT_EXCEEDED`: a per-call size limit (argument or result bytes).
     LimitExceeded {
+        /// Which limit fired.
         limit: LimitKind,
+        /// The measured size, in bytes.
         value: u64,
     },
 }
@@ -88,11 +121,14 @@ pub enum ErrorKind {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{}: {message}", self.code())]
 pub struct CallError {
+    /// The code and its structured details.
     pub kind: ErrorKind,
+    /// Human-readable explanation, lowercase without a trailing period; becomes `err.message`.
     pub message: String,
 }
 
 impl CallError {
+    /// An error of `kind` with a human-readable `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         CallError {
             kind,
@@ -100,16 +136,19 @@ impl CallError {
         }
     }
 
+    /// `DENIED` by `by`; the message reads `denied by <by>: <reason>`.
     pub fn denied(by: DeniedBy, reason: impl Into<String>) -> Self {
         let reason = reason.into();
         let message = format!("denied by {}: {reason}", by.as_str());
         CallError::new(ErrorKind::Denied { by, reason }, message)
     }
 
+    /// `CANCELLED` before the body started.
     pub fn cancelled() -> Self {
         CallError::new(ErrorKind::Cancelled, "the call was cancelled")
     }
 
+    /// The stable machine code, what a program sees as `err.code`.
     pub fn code(&self) -> ErrorCode {
         match &self.kind {
             ErrorKind::UnknownTool { .. } => ErrorCode::UnknownTool,
@@ -164,7 +203,9 @@ impl CallError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolFailure {
+    /// Human-readable explanation; becomes the [`CallError`]'s message.
     pub message: String,
+    /// Whether trying again may succeed (`details.retryable` of `TOOL_ERROR`).
     pub retryable: bool,
     /// A size limit the body ran into (e.g. an upstream answer over 16 MiB): the call fails with
     /// `LIMIT_EXCEEDED` and `details = {limit, value}` instead of `TOOL_ERROR`.
@@ -172,6 +213,7 @@ pub struct ToolFailure {
 }
 
 impl ToolFailure {
+    /// A failure that is not worth retrying.
     pub fn new(message: impl Into<String>) -> Self {
         ToolFailure {
             message: message.into(),
@@ -180,6 +222,7 @@ impl ToolFailure {
         }
     }
 
+    /// A transient failure the retry wrapper may try again.
     pub fn retryable(message: impl Into<String>) -> Self {
         ToolFailure {
             message: message.into(),
@@ -204,6 +247,7 @@ impl ToolFailure {
 pub struct HookError(pub String);
 
 impl HookError {
+    /// An error with the given message.
     pub fn new(message: impl Into<String>) -> Self {
         HookError(message.into())
     }

@@ -7,11 +7,14 @@ use serde::{Deserialize, Serialize};
 /// One problem with a value: where (JSON pointer, `""` is the root) and what.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArgIssue {
+    /// JSON pointer to the offending value (`"/items/0/name"`); `""` is the whole value.
     pub path: String,
+    /// What is wrong there, in plain words.
     pub message: String,
 }
 
 impl ArgIssue {
+    /// An issue at JSON pointer `path`.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         ArgIssue {
             path: path.into(),

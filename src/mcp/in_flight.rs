@@ -89,7 +89,7 @@ impl Drop for InFlight {
 /// Where a driven call stands.
 pub(super) enum Step {
     /// The call ended (or its task failed): answer with its result.
-    Ended(Result<CallOutcome, JoinError>, Arc<Catalog>),
+    Ended(Box<Result<CallOutcome, JoinError>>, Arc<Catalog>),
     /// An approval must be asked by MRTR: the call is suspended, answer with this.
     AskClient(InputRequiredResult),
 }
@@ -105,11 +105,11 @@ impl InFlight {
         loop {
             tokio::select! {
                 biased;
-                outcome = &mut self.task => return Ok(Step::Ended(outcome, Arc::clone(&self.catalog))),
+                outcome = &mut self.task => return Ok(Step::Ended(Box::new(outcome), Arc::clone(&self.catalog))),
                 () = request_cancelled.cancelled() => {
                     self.stop.stop();
                     let outcome = (&mut self.task).await;
-                    return Ok(Step::Ended(outcome, Arc::clone(&self.catalog)));
+                    return Ok(Step::Ended(Box::new(outcome), Arc::clone(&self.catalog)));
                 }
                 Some(ask) = self.asks.recv() => {
                     // An approver that timed out or was cancelled no longer waits for this.

@@ -1,8 +1,8 @@
 //! Code Mode over MCP (issue 5): `codemode mcp` serves `run_code` on stdio, with the built-ins and
 //! upstream MCP servers (`--upstream NS=CMD`) as tool sources behind the full pipeline.
 //!
-//! - [`upstream`]: an upstream server as a tool source (child process, minimal environment).
-//! - [`content`]: an upstream result as a canonical value.
+//! - `upstream`: an upstream server as a tool source (child process, minimal environment).
+//! - `content`: an upstream result as a canonical value.
 //! - `catalog`: the tools served, rebuilt when an upstream's list changes.
 //! - `server`: the `ServerHandler` (progress, cancellation, elicitation approvals), and
 //!   `in_flight`: calls in progress and the multi round-trip suspension of MCP 2026-07-28.
@@ -28,8 +28,11 @@ pub use upstream::{DEFAULT_STARTUP_TIMEOUT, FlagError, Upstream, UpstreamError, 
 /// "tools changed" notices from the ones that did.
 #[derive(Debug)]
 pub struct StartedUpstreams {
+    /// The upstreams that connected and listed their tools, in the order of the specs.
     pub sources: Vec<UpstreamSource>,
+    /// One error per upstream that failed to start or to list its tools.
     pub failures: Vec<UpstreamError>,
+    /// Receives the namespace of an upstream each time it reports that its tool list changed.
     pub list_changed: mpsc::UnboundedReceiver<String>,
 }
 
@@ -68,7 +71,7 @@ pub async fn start_upstreams(specs: &[UpstreamSpec], timeout: Duration) -> Start
 pub enum ServeError {
     /// The MCP handshake with the client failed.
     #[error("the MCP session did not start: {0}")]
-    Start(#[source] rmcp::service::ServerInitializeError),
+    Start(#[source] Box<rmcp::service::ServerInitializeError>),
     /// The session's task failed.
     #[error("the MCP session ended with an error: {0}")]
     Ended(#[source] tokio::task::JoinError),
@@ -100,7 +103,7 @@ pub async fn serve_stdio(
             .await
             .map(|_| ())
             .map_err(ServeError::Ended),
-        Err(e) => Err(ServeError::Start(e)),
+        Err(e) => Err(ServeError::Start(Box::new(e))),
     };
     refreshing.abort();
     server.shutdown().await;

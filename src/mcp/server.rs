@@ -205,7 +205,7 @@ impl CodemodeServer {
             .drive(request_cancelled, &self.shared.suspended)
             .await?
         {
-            Step::Ended(outcome, catalog) => Ok(self.finish(outcome, &catalog).await),
+            Step::Ended(outcome, catalog) => Ok(self.finish(*outcome, &catalog).await),
             Step::AskClient(ask) => Ok(ask.into()),
         }
     }

@@ -65,6 +65,7 @@ const BASE_ENV: [&str; 2] = ["PATH", "HOME"];
 /// One `--upstream NS=CMD`, with its `--upstream-env` entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamSpec {
+    /// The `NS` of the flag, an identifier: the server's tools appear as `tools.NS.<name>`.
     pub namespace: String,
     /// The program and its arguments (split like a POSIX shell would, without running one).
     pub command: Vec<String>,
@@ -173,7 +174,10 @@ impl FlagError {
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("upstream `{namespace}`: {message}")]
 pub struct UpstreamError {
+    /// The namespace of the upstream that failed.
     pub namespace: String,
+    /// What went wrong (spawn, handshake, `tools/list`, a timeout, a name clash on
+    /// registration), with the tail of the server's stderr when that helps.
     pub message: String,
 }
 
@@ -371,6 +375,7 @@ impl Upstream {
         }
     }
 
+    /// The namespace the server's tools live under (`tools.NS`).
     pub fn namespace(&self) -> &str {
         &self.namespace
     }

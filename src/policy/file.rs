@@ -12,17 +12,26 @@ use toml::Spanned;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
+    /// The policy file could not be read.
     #[error("{}: cannot read the policy file: {source}", path.display())]
     Read {
+        /// The file that was asked for.
         path: PathBuf,
+        /// Why reading it failed.
         #[source]
         source: std::io::Error,
     },
+    /// The text is not a valid policy: a TOML syntax error or a semantic one (unknown key or
+    /// decision, bad glob or regex, limit out of range, ...).
     #[error("{origin}:{line}:{column}: {message}")]
     Invalid {
+        /// Name of the text in messages, usually the file path.
         origin: String,
+        /// 1-based line of the offending spot.
         line: usize,
+        /// 1-based column on `line`, in characters.
         column: usize,
+        /// What was wrong, often with a hint of how to fix it.
         message: String,
     },
 }

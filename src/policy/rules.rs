@@ -8,12 +8,17 @@ use serde_json::Value;
 /// strongest matching decision wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Decision {
+    /// The call proceeds.
     Allow,
+    /// The call goes to the embedder's approver; no approver, a refusal or a timeout is a
+    /// denial.
     Ask,
+    /// The call is refused with `DENIED` (`details.by = "policy"`).
     Deny,
 }
 
 impl Decision {
+    /// Reads the file form (`"allow"`, `"ask"`, `"deny"`); `None` for anything else.
     pub fn parse(text: &str) -> Option<Decision> {
         match text {
             "allow" => Some(Decision::Allow),
@@ -23,6 +28,7 @@ impl Decision {
         }
     }
 
+    /// The file form, the inverse of [`parse`](Self::parse).
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",

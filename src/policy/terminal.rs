@@ -20,7 +20,9 @@ const ARGS_SHOWN: usize = 200;
 
 /// Where a prompt is written and its answer read.
 pub struct Terminal {
+    /// Where the answer is read: one line, `y`/`yes` approves.
     pub input: Box<dyn BufRead + Send>,
+    /// Where the prompt is written.
     pub output: Box<dyn Write + Send>,
     /// Clear the current line first (a live progress line may be on it).
     pub ansi: bool,

@@ -30,8 +30,9 @@ pub struct ToolRequest {
     /// Why the arguments could not be converted (a cycle, a throwing getter, a proxy trap): the
     /// host must answer `INVALID_ARGS` without running the tool.
     pub unconvertible: Option<String>,
-    /// Run id and 1-based sequence number of this call within the run (caller provenance).
+    /// Id of the run that issued the call (caller provenance `code_mode{run_id, seq}`).
     pub run_id: String,
+    /// 1-based sequence number of this call among those the run issued.
     pub seq: u64,
     /// Cancelled when the run ends while the call is in flight. It is the run's own token,
     /// shared by all its calls: watch it, never cancel it (make a `child_token()` to stop one
@@ -98,10 +99,13 @@ impl std::fmt::Debug for DeadlinePause {
 }
 
 impl DeadlinePause {
+    /// Stop the deadline clock; every `pause` must be matched by one [`resume`](Self::resume).
     pub fn pause(&self) {
         self.0.pause();
     }
 
+    /// Undo one [`pause`](Self::pause); the clock runs again, with the paused time added to the
+    /// deadline, once every pause is resumed.
     pub fn resume(&self) {
         self.0.resume();
     }

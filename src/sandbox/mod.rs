@@ -85,6 +85,7 @@ impl Default for SandboxConfig {
 /// Per-run options of [`Sandbox::run_with`].
 #[derive(Clone)]
 pub struct RunOptions {
+    /// The limits of this run (deadline, heap, calls, byte caps), in place of the sandbox's.
     pub limits: Limits,
     /// Cancelling it stops the run (status `cancelled`).
     pub cancel: CancellationToken,
@@ -108,6 +109,8 @@ impl std::fmt::Debug for RunOptions {
 }
 
 impl RunOptions {
+    /// Options with these limits, a fresh cancellation token, no tools, a generated run id and
+    /// no extensions.
     pub fn new(limits: Limits) -> RunOptions {
         RunOptions {
             limits,
@@ -118,16 +121,19 @@ impl RunOptions {
         }
     }
 
+    /// Stop the run (status `cancelled`) when `cancel` fires.
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
     }
 
+    /// Let the program call the tools of `tools`.
     pub fn with_tools(mut self, tools: Arc<dyn ToolHost>) -> Self {
         self.tools = Some(tools);
         self
     }
 
+    /// Use this run id for caller provenance instead of a generated one.
     pub fn with_run_id(mut self, run_id: impl Into<String>) -> Self {
         self.run_id = Some(run_id.into());
         self
@@ -167,6 +173,10 @@ impl std::fmt::Debug for Sandbox {
 pub struct SandboxStartError(#[from] std::io::Error);
 
 impl Sandbox {
+    /// Start the worker threads (`config.workers`, at least one), each pre-building an isolate.
+    ///
+    /// # Errors
+    /// A worker thread could not be spawned.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxStartError> {
         let pool = pool::Pool::start(
             config.workers.max(1),

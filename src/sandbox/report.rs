@@ -4,6 +4,9 @@
 
 use super::outcome::{LogLevel, RunOutcome, RunStatus};
 
+/// The model-visible content of `outcome` (the render of `run_code`). Longer text is cut to
+/// `max_bytes` (on a character boundary; `Limits::output_bytes`, default 40,000) and ends with
+/// the marker.
 pub fn render(outcome: &RunOutcome, max_bytes: usize) -> String {
     let mut out = String::new();
     if outcome.status != RunStatus::Ok {

@@ -22,6 +22,7 @@ use oxc::transformer::{TransformOptions, Transformer};
 
 /// JavaScript ready to be wrapped into the run's async function, with its way back to the source.
 pub struct Transpiled {
+    /// The emitted JavaScript, types stripped; positions map back through the source map.
     pub js: String,
     map: Option<oxc_sourcemap::SourceMap<'static>>,
 }
@@ -29,8 +30,11 @@ pub struct Transpiled {
 /// A program the front end rejected; positions are 1-based in the model's source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
+    /// What the front end objected to (parser or transform diagnostic, or nesting too deep).
     pub message: String,
+    /// 1-based line of the (first) error in the model's source.
     pub line: u32,
+    /// 1-based column on `line`.
     pub column: u32,
 }
 
@@ -72,7 +76,7 @@ const STACK_BASE: usize = 256 * 1024;
 ///
 /// # Errors
 /// The first syntax or transform error, with the model's line and column; a program nested
-/// deeper than [`MAX_NESTING`].
+/// deeper than 1000 levels of the syntax tree.
 pub fn transpile(source: &str) -> Result<Transpiled, SyntaxError> {
     let needed = STACK_BASE + source.len().saturating_mul(STACK_PER_SOURCE_BYTE);
     stacker::maybe_grow(needed, needed, || {

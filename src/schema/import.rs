@@ -9,9 +9,15 @@ use serde_json::{Map, Value};
 /// A tool's declaration as imported: everything but the body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
+    /// The name as the source gives it (never empty); the sandbox name is derived from it.
     pub name: String,
+    /// Shown to the model; `""` when the source has none.
     pub description: String,
+    /// JSON Schema of the arguments (`inputSchema`, `parameters` or `input_schema`), kept
+    /// as-is; an empty object schema when the source has none.
     pub parameters: Value,
+    /// JSON Schema of the value the tool returns (`outputSchema` or `output_schema`); `None`
+    /// when the source declares none.
     pub output_schema: Option<Value>,
     /// MCP `annotations.readOnlyHint: true`: the tool is parallel-safe unless policy says otherwise.
     pub read_only: bool,
@@ -21,6 +27,7 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("{message}")]
 pub struct ImportError {
+    /// What is wrong, naming the entry (index and name when known).
     pub message: String,
 }
 

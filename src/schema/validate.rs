@@ -11,6 +11,7 @@ pub use crate::call::ArgIssue;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("invalid schema: {message}")]
 pub struct SchemaError {
+    /// What the validator objected to.
     pub message: String,
 }
 

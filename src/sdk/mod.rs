@@ -45,7 +45,9 @@ pub struct SdkTool {
     pub sandbox_name: String,
     /// The name the tool's source uses, shown in the JSDoc when it differs.
     pub original_name: String,
+    /// Shown to the model as the JSDoc of the call.
     pub description: String,
+    /// JSON Schema of the arguments; becomes the call's parameter type.
     pub input_schema: serde_json::Value,
     /// `None` makes the call return `Promise<unknown>`.
     pub output_schema: Option<serde_json::Value>,

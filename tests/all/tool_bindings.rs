@@ -323,10 +323,12 @@ async fn oversized_results_and_arguments_are_limit_exceeded() {
         .unwrap();
     let mut registry = codemode::ToolRegistry::new();
     registry.register(echo).unwrap();
-    let mut limits = Limits::default();
-    limits.call = CallLimits {
-        max_arg_bytes: 100,
-        max_result_bytes: 100,
+    let limits = Limits {
+        call: CallLimits {
+            max_arg_bytes: 100,
+            max_result_bytes: 100,
+        },
+        ..Limits::default()
     };
     let harness = codemode::Harness::builder()
         .sandbox(sandbox().clone())

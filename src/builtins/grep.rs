@@ -1,154 +1,49 @@
-//! `glob` and `grep`, on ripgrep's crates: `ignore` walks (respecting `.gitignore`, `.ignore`
-//! and `.git/info/exclude`, inside or outside a git repository; hidden files are included, `.git`
-//! is skipped, symlinks are not followed), `globset` matches, `grep-regex` + `grep-searcher`
-//! search.
+//! `grep`: file contents matching a regular expression, searched with `grep-regex` +
+//! `grep-searcher` over the shared walk.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
-use std::path::Path;
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::fs_read::io_failure;
+use super::walk::{cancelled, compile_glob, ok_value, result_card, search_card, walk};
 use super::{
-    DEFAULT_GREP_RESULTS, MAX_GLOB_RESULTS, MAX_GREP_LINE_CHARS, MAX_GREP_RESULTS, Root, blocking,
-    opt_str, opt_u64, truncate_str,
+    DEFAULT_GREP_RESULTS, MAX_GREP_LINE_CHARS, MAX_GREP_RESULTS, Root, args_schema, blocking,
+    card_args, parse_args, truncate_str,
 };
-use crate::pipeline::{CallStatus, ToolFailure};
-use crate::tool::{Card, ResultView, SearchHit, ToolDefinition};
+use crate::pipeline::ToolFailure;
+use crate::tool::{SearchHit, ToolDefinition};
 
 /// Upper bound of `grep`'s `context`.
 const MAX_GREP_CONTEXT: u64 = 20;
 
-/// The walk both tools use: sorted siblings, ignore files respected even outside git.
-fn walk(dir: &Path) -> ignore::Walk {
-    let mut b = WalkBuilder::new(dir);
-    b.hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git");
-    b.build()
-}
-
-fn compile_glob(pattern: &str, what: &str) -> Result<GlobMatcher, ToolFailure> {
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| ToolFailure::new(format!("invalid {what} `{pattern}`: {e}")))
-}
-
-fn cancelled() -> ToolFailure {
-    ToolFailure::new("the search was cancelled")
-}
-
-pub(crate) fn glob(root: Arc<Root>) -> ToolDefinition {
-    ToolDefinition::builder("glob")
-        .description(format!(
-            "Find files under the workspace root whose path matches a glob. The pattern is matched \
-             against paths relative to `path` (default the root): `*` stays within one directory, \
-             `**` crosses directories, `{{a,b}}` alternates (e.g. `**/*.rs`, `src/*.{{ts,tsx}}`). \
-             Respects .gitignore. Returns matching file paths relative to the root, sorted, at most \
-             {MAX_GLOB_RESULTS}."
-        ))
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob, e.g. `**/*.rs`."},
-                "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default the root."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
-        .output_schema(json!({
-            "type": "object",
-            "properties": {
-                "paths": {"type": "array", "items": {"type": "string"}, "description": "Matching files, relative to the root, sorted."},
-                "truncated": {"type": "boolean", "description": format!("More than {MAX_GLOB_RESULTS} files matched; the first ones are listed.")}
-            },
-            "required": ["paths", "truncated"],
-            "additionalProperties": false
-        }))
-        .parallel_safe()
-        .render(|value| {
-            let paths = value["paths"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-            if paths.is_empty() {
-                return "(no files matched)".to_owned();
-            }
-            let mut out: Vec<&str> = paths.iter().filter_map(Value::as_str).collect();
-            let note = format!("(only the first {MAX_GLOB_RESULTS} paths are listed)");
-            if value["truncated"].as_bool() == Some(true) {
-                out.push(&note);
-            }
-            out.join("\n")
-        })
-        .present_call(|args| search_card("Glob", args, Vec::new()))
-        .present_result(|args, view| {
-            let hits = ok_value(view)
-                .and_then(|v| v["paths"].as_array())
-                .map(|paths| {
-                    paths
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(|p| SearchHit {
-                            path: p.to_owned(),
-                            line: 0,
-                            text: String::new(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            result_card("Glob", args, view, hits)
-        })
-        .execute(move |args, exec| {
-            let root = root.clone();
-            async move { blocking(move || run_glob(&root, &args, &exec.cancel)).await }
-        })
-        .build()
-        .expect("glob builds")
-}
-
-fn run_glob(root: &Root, args: &Value, cancel: &CancellationToken) -> Result<Value, ToolFailure> {
-    let pattern = opt_str(args, "pattern").unwrap_or("");
-    let matcher = compile_glob(pattern, "glob")?;
-    let dir = root.resolve(opt_str(args, "path").unwrap_or("."))?;
-    let meta = fs::metadata(&dir.abs).map_err(|e| io_failure(root, &dir.rel, "search", &e))?;
-    if !meta.is_dir() {
-        return Err(ToolFailure::new(format!(
-            "`{}` is not a directory; glob searches a directory",
-            dir.rel
-        )));
-    }
-    let mut paths = Vec::new();
-    for entry in walk(&dir.abs) {
-        if cancel.is_cancelled() {
-            return Err(cancelled());
-        }
-        let Ok(entry) = entry else { continue };
-        let Some(ft) = entry.file_type() else {
-            continue;
-        };
-        if ft.is_dir() {
-            continue;
-        }
-        let Ok(under) = entry.path().strip_prefix(&dir.abs) else {
-            continue;
-        };
-        if matcher.is_match(under) {
-            paths.push(root.relative(entry.path()));
-        }
-    }
-    paths.sort();
-    let truncated = paths.len() > MAX_GLOB_RESULTS;
-    paths.truncate(MAX_GLOB_RESULTS);
-    Ok(json!({"paths": paths, "truncated": truncated}))
+/// The arguments of `grep`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs<'a> {
+    /// Regular expression.
+    pattern: &'a str,
+    /// File or directory to search, relative to the workspace root. Default the root.
+    #[serde(borrow)]
+    path: Option<&'a str>,
+    /// Only search files matching this glob, e.g. `*.rs`.
+    #[serde(borrow)]
+    glob: Option<&'a str>,
+    /// Lines of context before and after each match. Default 0.
+    #[schemars(range(min = 0, max = MAX_GREP_CONTEXT))]
+    context: Option<u64>,
+    #[schemars(
+        range(min = 1, max = MAX_GREP_RESULTS),
+        description = format!("Most matches to return. Default {DEFAULT_GREP_RESULTS}.")
+    )]
+    max_results: Option<u64>,
 }
 
 pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
@@ -162,18 +57,7 @@ pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
              `max_results` matches (default {DEFAULT_GREP_RESULTS}) with 1-based line numbers and \
              `truncated: true` when there were more."
         ))
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression."},
-                "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default the root."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs`."},
-                "context": {"type": "integer", "minimum": 0, "maximum": MAX_GREP_CONTEXT, "description": "Lines of context before and after each match. Default 0."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_GREP_RESULTS, "description": format!("Most matches to return. Default {DEFAULT_GREP_RESULTS}.")}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
+        .parameters(args_schema::<GrepArgs>())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -199,7 +83,10 @@ pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
         }))
         .parallel_safe()
         .render(render_grep)
-        .present_call(|args| search_card("Grep", args, Vec::new()))
+        .present_call(|args| {
+            let args: GrepArgs = card_args(args);
+            search_card("Grep", args.pattern, args.path, Vec::new())
+        })
         .present_result(|args, view| {
             let hits = ok_value(view)
                 .and_then(|v| v["matches"].as_array())
@@ -213,7 +100,8 @@ pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
                         .collect()
                 })
                 .unwrap_or_default();
-            result_card("Grep", args, view, hits)
+            let args: GrepArgs = card_args(args);
+            result_card("Grep", args.pattern, args.path, view, hits)
         })
         .execute(move |args, exec| {
             let root = root.clone();
@@ -221,31 +109,6 @@ pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
         })
         .build()
         .expect("grep builds")
-}
-
-fn ok_value<'a>(view: &ResultView<'a>) -> Option<&'a Value> {
-    (view.status == CallStatus::Ok)
-        .then_some(view.value)
-        .flatten()
-}
-
-fn search_card(verb: &str, args: &Value, hits: Vec<SearchHit>) -> Card {
-    let query = opt_str(args, "pattern").unwrap_or("").to_owned();
-    let mut title = format!("{verb} {query}");
-    if let Some(path) = opt_str(args, "path") {
-        title.push_str(&format!(" in {path}"));
-    }
-    Card::Search { title, query, hits }
-}
-
-fn result_card(verb: &str, args: &Value, view: &ResultView<'_>, hits: Vec<SearchHit>) -> Card {
-    if view.status != CallStatus::Ok {
-        return Card::Generic {
-            title: format!("{verb} {} failed", opt_str(args, "pattern").unwrap_or("")),
-            body: Some(view.content.to_owned()),
-        };
-    }
-    search_card(verb, args, hits)
 }
 
 /// One match being collected.
@@ -344,17 +207,21 @@ impl Sink for Collector<'_> {
 }
 
 fn run_grep(root: &Root, args: &Value, cancel: &CancellationToken) -> Result<Value, ToolFailure> {
-    let pattern = opt_str(args, "pattern").unwrap_or("");
+    let args: GrepArgs = parse_args("grep", args)?;
+    let pattern = args.pattern;
     let matcher = RegexMatcher::new_line_matcher(pattern)
         .map_err(|e| ToolFailure::new(format!("invalid regular expression `{pattern}`: {e}")))?;
-    let filter = opt_str(args, "glob")
+    let filter = args
+        .glob
         .map(|g| Ok::<_, ToolFailure>((compile_glob(g, "glob filter")?, g.contains('/'))))
         .transpose()?;
-    let context = opt_u64(args, "context").unwrap_or(0).min(MAX_GREP_CONTEXT);
-    let max = opt_u64(args, "max_results")
+    // The schema bounds both; the clamps keep a pipeline without validation within them.
+    let context = args.context.unwrap_or(0).min(MAX_GREP_CONTEXT);
+    let max = args
+        .max_results
         .unwrap_or(DEFAULT_GREP_RESULTS)
         .clamp(1, MAX_GREP_RESULTS) as usize;
-    let target = root.resolve(opt_str(args, "path").unwrap_or("."))?;
+    let target = root.resolve(args.path.unwrap_or("."))?;
     let meta =
         fs::metadata(&target.abs).map_err(|e| io_failure(root, &target.rel, "search", &e))?;
     let base = if meta.is_dir() {
