@@ -12,7 +12,10 @@ use super::EXIT_USAGE;
 /// stdout cannot take the output (a full disk, a closed file). A closed pipe is not an error.
 pub(super) fn emit(command: &str, text: &str) -> Result<(), i32> {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
         Err(e) => {

@@ -44,7 +44,12 @@ async fn runs_of_one_harness_do_not_wait_on_each_other() {
     let code = "return await tools.meet({})";
     let (a, b) = tokio::join!(harness.run(code), harness.run(code));
     for outcome in [a.unwrap(), b.unwrap()] {
-        assert_eq!(outcome.value_json(), Some(json!("met")), "{}", outcome.to_json());
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!("met")),
+            "{}",
+            outcome.to_json()
+        );
     }
 }
 
@@ -57,9 +62,14 @@ async fn the_outcome_is_typed_and_its_accessors_read_it() {
     let outcome = harness
         .call(harness.request("const r = await tools.echo({ text: 'hi' }); return r.echo;"))
         .await;
-    let run = outcome.typed::<RunOutcome>().expect("run_code keeps its typed outcome");
+    let run = outcome
+        .typed::<RunOutcome>()
+        .expect("run_code keeps its typed outcome");
     assert_eq!(run.value_json(), Some(json!("hi")));
-    assert_eq!(outcome.value_as::<RunOutcome>().unwrap().status, RunStatus::Ok);
+    assert_eq!(
+        outcome.value_as::<RunOutcome>().unwrap().status,
+        RunStatus::Ok
+    );
     assert_eq!(outcome.error_code(), None);
     // The JSON the events and the session log carry says the same.
     assert_eq!(outcome.result().unwrap()["status"], "ok");
@@ -103,7 +113,10 @@ async fn extensions_reach_hooks_and_bodies_of_nested_calls_and_a_run_id_names_th
         .description("tells the tenant its call carries")
         .execute(move |_args: Value, exec| {
             let tenant = exec.extensions.get::<Tenant>().map(|t| t.0);
-            let run = exec.extensions.get::<RunId>().map(|r| r.as_str().to_string());
+            let run = exec
+                .extensions
+                .get::<RunId>()
+                .map(|r| r.as_str().to_string());
             in_body.lock().unwrap().push(format!("body {tenant:?}"));
             async move { Ok(json!({ "tenant": tenant, "run": run })) }
         })
@@ -184,7 +197,10 @@ fn build_errors_name_the_clash() {
         .build(named_run_code)
         .unwrap_err();
     assert!(matches!(err, HarnessError::RunCode(_)), "{err:?}");
-    assert!(err.to_string().contains("already named `run_code`"), "{err}");
+    assert!(
+        err.to_string().contains("already named `run_code`"),
+        "{err}"
+    );
 
     let mut with_catalog = ToolRegistry::new();
     with_catalog
@@ -219,5 +235,10 @@ async fn discovery_describes_the_catalog_instead_of_the_whole_sdk() {
         .run("const found = await tools.catalog.search({ query: 'echo' }); return (await tools.echo({ text: found.tools[0].path })).echo")
         .await
         .unwrap();
-    assert_eq!(outcome.value_json(), Some(json!("echo")), "{}", outcome.to_json());
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!("echo")),
+        "{}",
+        outcome.to_json()
+    );
 }
