@@ -50,7 +50,7 @@ use crate::tool::{RegistryError, ToolBuildError, ToolDefinition, ToolInfo, ToolR
 pub use discovery::{CATALOG_NAMESPACE, discovery_sdk, register_discovery};
 
 /// Whether the `run_code` description embeds the whole SDK or only the discovery tools
-/// (`catalog.search`, `catalog.describe`; see [`discovery`]).
+/// (`catalog.search`, `catalog.describe`; see [`register_discovery`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Discovery {
     /// Discovery when the whole SDK would be larger than [`AUTO_DISCOVERY_BYTES`].

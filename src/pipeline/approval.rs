@@ -10,18 +10,29 @@ use crate::call::HookError;
 /// What the Approver is asked.
 #[derive(Debug)]
 pub struct ApprovalRequest<'a> {
+    /// The call waiting for the answer.
     pub call: &'a CallInfo<'a>,
     /// The reasons of every hook that said `ask`.
     pub reasons: &'a [String],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// An Approver's answer.
 pub enum ApprovalDecision {
+    /// Run the call.
     Approve,
-    Refuse { reason: String },
+    /// Do not run it.
+    Refuse {
+        /// Why, shown to the program.
+        reason: String,
+    },
 }
 
+/// Answers the `ask`s of pre-execute hooks (a person at a terminal, an MCP client's user).
+/// No Approver, a refusal, an error, a panic or the pipeline's approval timeout denies the call
+/// (`DENIED`, `details.by = "approver"`).
 pub trait Approver: Send + Sync + 'static {
+    /// Decides about one call.
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest<'a>,
@@ -31,7 +42,9 @@ pub trait Approver: Send + Sync + 'static {
 /// Told around the wait for the Approver, so a code-mode run can stop its deadline clock
 /// (time awaiting a human does not count against the run).
 pub trait ApprovalObserver: Send + Sync + 'static {
+    /// The call started waiting for the approver (a run pauses its deadline here).
     fn waiting_started(&self);
+    /// The wait ended, however it ended.
     fn waiting_ended(&self);
 }
 

@@ -63,6 +63,7 @@ impl CallRequest {
         req
     }
 
+    /// Who issues the call (default [`Caller::Direct`]).
     pub fn caller(mut self, caller: Caller) -> Self {
         self.caller = caller;
         self
@@ -126,19 +127,27 @@ pub struct Timing {
 /// The result of a call. Programs consume `value`; the model reads `content`.
 #[derive(Clone, Debug)]
 pub struct CallOutcome {
+    /// The call's id.
     pub call_id: Arc<str>,
     /// Sandbox path (`grep`, `ns.name`).
     pub tool: String,
+    /// Who issued the call.
     pub caller: Caller,
+    /// `ok` or `error`.
     pub status: CallStatus,
     /// The final canonical value (after post hooks); `None` on error.
     pub value: Option<Arc<Value>>,
     /// The final model-visible content (after hooks and `finalize_content`); the error message on error.
     pub content: String,
+    /// Context attachments of post-execute hooks.
     pub contexts: Vec<ContextEntry>,
+    /// The tool's presenter card for the call, if it has one.
     pub call_card: Option<Card>,
+    /// The tool's presenter card for the result, if it has one.
     pub result_card: Option<Card>,
+    /// When the call started and how long it queued, awaited approval and ran.
     pub timing: Timing,
+    /// Why the call failed; `None` on success.
     pub error: Option<CallError>,
     /// Whether the tool's body started (a call cancelled or refused before it did had no
     /// effect).
@@ -148,6 +157,7 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
+    /// Whether the call succeeded.
     pub fn is_ok(&self) -> bool {
         self.status == CallStatus::Ok
     }

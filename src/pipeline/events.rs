@@ -10,13 +10,20 @@ use crate::call::{CallStatus, Caller, ContextEntry, Extensions};
 use crate::tool::Card;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A call is about to run (`tools/call`, live only).
 pub struct CallEvent {
+    /// The call's id.
     pub call_id: Arc<str>,
+    /// Sandbox path of the tool.
     pub tool: String,
+    /// Who issued the call.
     pub caller: Caller,
+    /// The arguments snapshot the body executes.
     pub args: Arc<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The tool's presenter card for the call.
     pub card: Option<Card>,
+    /// When it was issued (RFC 3339).
     pub at: String,
     /// The call's typed data (never serialized).
     #[serde(skip)]
@@ -24,9 +31,13 @@ pub struct CallEvent {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A progress report from a running body (`tools/progress`, live only).
 pub struct ProgressEvent {
+    /// The call's id.
     pub call_id: Arc<str>,
+    /// What the body reported.
     pub message: String,
+    /// When (RFC 3339).
     pub at: String,
 }
 
@@ -34,24 +45,38 @@ pub struct ProgressEvent {
 /// `args` is carried so a replayed log can re-run the pure result presenter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResultEvent {
+    /// The call's id.
     pub call_id: Arc<str>,
+    /// Sandbox path of the tool.
     pub tool: String,
+    /// Who issued the call.
     pub caller: Caller,
+    /// `ok` or `error`.
     pub status: CallStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The error code, on error.
     pub code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The error message, on error.
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The error's `details`, on error.
     pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The final canonical value, on success.
     pub value: Option<Arc<Value>>,
+    /// The model-visible content (the error message on error).
     pub content: String,
+    /// Context attachments of post-execute hooks.
     pub contexts: Vec<ContextEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The tool's presenter card for the result.
     pub card: Option<Card>,
+    /// When the call started (RFC 3339).
     pub started_at: String,
+    /// How long it took, in milliseconds.
     pub duration_ms: f64,
+    /// The arguments snapshot (a replayed log re-runs the result presenter on it).
     pub args: Arc<Value>,
     /// Whether the tool's body started. A call cancelled before it did had no effect; one
     /// whose body had started ran to its end (see `Pipeline`'s cancellation rule), so its
@@ -78,12 +103,16 @@ impl ResultEvent {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event")]
+/// Any event of the pipeline.
 pub enum Event {
     #[serde(rename = "tools/call")]
+    /// `tools/call`.
     Call(CallEvent),
     #[serde(rename = "tools/progress")]
+    /// `tools/progress`.
     Progress(ProgressEvent),
     #[serde(rename = "tools/result")]
+    /// `tools/result` live, `tool/result` durable.
     Result(ResultEvent),
     /// The durable session event.
     #[serde(rename = "tool/result")]
@@ -91,6 +120,7 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's name: `tools/call`, `tools/progress` or `tools/result`.
     pub fn name(&self) -> &'static str {
         match self {
             Event::Call(_) => "tools/call",
@@ -100,6 +130,7 @@ impl Event {
         }
     }
 
+    /// The id of the call the event is about.
     pub fn call_id(&self) -> &str {
         match self {
             Event::Call(e) => &e.call_id,
@@ -112,6 +143,8 @@ impl Event {
 /// Receives events. Called synchronously on the call's task, so keep it quick (hand off to a
 /// channel for slow consumers). A durable sink must have written the event when it returns.
 pub trait EventSink: Send + Sync + 'static {
+    /// Receives one event; called synchronously on the thread that runs the call, so it must not
+    /// block.
     fn emit(&self, event: &Event);
 }
 
@@ -129,6 +162,7 @@ where
 pub struct ChannelSink(tokio::sync::mpsc::UnboundedSender<Event>);
 
 impl ChannelSink {
+    /// A sink and the receiver of the events it is given.
     pub fn new() -> (ChannelSink, tokio::sync::mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         (ChannelSink(tx), rx)

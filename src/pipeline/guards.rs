@@ -8,17 +8,27 @@ use super::hooks::CallInfo;
 use crate::call::{DeniedBy, HookError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// A guard's verdict.
 pub enum GuardDecision {
+    /// No objection.
     Pass,
-    Deny { reason: String },
+    /// Refuse the call (`DENIED`).
+    Deny {
+        /// Why, shown to the program.
+        reason: String,
+    },
 }
 
+/// Checks a call after the pre hooks and the approver; a guard can only deny. An error or a
+/// panic denies.
 pub trait Guard: Send + Sync + 'static {
+    /// The guard's name, for errors and traces.
     fn name(&self) -> &str;
     /// What `details.by` says when this guard denies: `guard`, or `policy` for a policy layer.
     fn denied_by(&self) -> DeniedBy {
         DeniedBy::Guard
     }
+    /// Checks one call.
     fn check<'a>(
         &'a self,
         call: &'a CallInfo<'a>,

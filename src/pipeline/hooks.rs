@@ -12,12 +12,15 @@ use crate::tool::ToolDefinition;
 /// Read-only view of a call, shared by hooks, guards and approvers.
 #[derive(Clone, Copy, Debug)]
 pub struct CallInfo<'a> {
+    /// The call's id.
     pub call_id: &'a str,
     /// Sandbox path (`grep`, `ns.name`).
     pub path: &'a str,
+    /// The tool called.
     pub tool: &'a ToolDefinition,
     /// The immutable arguments snapshot; the body executes exactly this value.
     pub args: &'a Value,
+    /// Who issued the call.
     pub caller: &'a Caller,
     /// Whether the scheduler runs this call in the parallel pool.
     pub parallel: bool,
@@ -28,18 +31,29 @@ pub struct CallInfo<'a> {
 /// A pre-execute decision. Combining: any deny wins, then any ask, else allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HookDecision {
+    /// Let the call run.
     Allow,
-    Ask { reason: String },
-    Deny { reason: String },
+    /// Ask the Approver first.
+    Ask {
+        /// Why, shown to the approver.
+        reason: String,
+    },
+    /// Refuse the call (`DENIED`).
+    Deny {
+        /// Why, shown to the program.
+        reason: String,
+    },
 }
 
 /// Decides whether a call may run. An error or a panic denies the call (fails closed).
 pub trait PreExecuteHook: Send + Sync + 'static {
+    /// The hook's name, for errors and traces.
     fn name(&self) -> &str;
     /// What `details.by` says when this hook denies: `hook`, or `policy` for a policy layer.
     fn denied_by(&self) -> DeniedBy {
         DeniedBy::Hook
     }
+    /// Decides about one call.
     fn before<'a>(
         &'a self,
         call: &'a CallInfo<'a>,
@@ -56,27 +70,33 @@ pub struct PostAction {
     /// New canonical value; validated against the output schema and rendered again unless the
     /// content was replaced (by this hook or an earlier one).
     pub replace_value: Option<Value>,
+    /// Context attachments handed on with the result.
     pub contexts: Vec<ContextEntry>,
 }
 
 impl PostAction {
+    /// Keep the result as it is.
     pub fn keep() -> Self {
         Self::default()
     }
+    /// Block the result with `reason` (`BLOCKED`).
     pub fn block(reason: impl Into<String>) -> Self {
         PostAction {
             block: Some(reason.into()),
             ..Self::default()
         }
     }
+    /// Replace the model-visible content.
     pub fn with_content(mut self, content: impl Into<String>) -> Self {
         self.replace_content = Some(content.into());
         self
     }
+    /// Replace the canonical value (validated against the output schema again).
     pub fn with_value(mut self, value: Value) -> Self {
         self.replace_value = Some(value);
         self
     }
+    /// Attach a context entry.
     pub fn with_context(mut self, kind: impl Into<String>, text: impl Into<String>) -> Self {
         self.contexts.push(ContextEntry::new(kind, text));
         self
@@ -86,15 +106,20 @@ impl PostAction {
 /// A successful result as a post hook sees it (after earlier hooks).
 #[derive(Debug)]
 pub struct PostInfo<'a> {
+    /// The call.
     pub call: &'a CallInfo<'a>,
+    /// The canonical value after earlier hooks.
     pub value: &'a Value,
+    /// The model-visible content after earlier hooks.
     pub content: &'a str,
 }
 
 /// Runs after output validation and render, on successful results only. An error or a panic
 /// blocks the result (fails closed).
 pub trait PostExecuteHook: Send + Sync + 'static {
+    /// The hook's name, for errors and traces.
     fn name(&self) -> &str;
+    /// Looks at one successful result.
     fn after<'a>(
         &'a self,
         result: &'a PostInfo<'a>,

@@ -122,6 +122,7 @@ impl std::fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
+    /// A builder over `registry` with the defaults (metrics, retry and timeout wrappers).
     pub fn builder(registry: ToolRegistry) -> PipelineBuilder {
         PipelineBuilder::new(registry)
     }
@@ -139,6 +140,7 @@ impl Pipeline {
         stages::call(self.inner.clone(), request)
     }
 
+    /// The tools this pipeline serves.
     pub fn registry(&self) -> &ToolRegistry {
         &self.inner.registry
     }
@@ -148,6 +150,7 @@ impl Pipeline {
         &self.inner.root
     }
 
+    /// Per-tool statistics of the default metrics wrapper.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
     }
@@ -184,6 +187,7 @@ impl std::fmt::Debug for PipelineBuilder {
 }
 
 impl PipelineBuilder {
+    /// A builder over `registry` with the defaults.
     pub fn new(registry: ToolRegistry) -> Self {
         PipelineBuilder {
             registry,
@@ -203,18 +207,22 @@ impl PipelineBuilder {
         }
     }
 
+    /// Adds a pre-execute hook (they run in the order added).
     pub fn pre_hook(mut self, hook: impl PreExecuteHook) -> Self {
         self.pre_hooks.push(Arc::new(hook));
         self
     }
+    /// Adds a guard (they run in the order added, after the approver).
     pub fn guard(mut self, guard: impl Guard) -> Self {
         self.guards.push(Arc::new(guard));
         self
     }
+    /// Adds a post-execute hook (they run in the order added).
     pub fn post_hook(mut self, hook: impl PostExecuteHook) -> Self {
         self.post_hooks.push(Arc::new(hook));
         self
     }
+    /// The Approver that answers `ask`s (without one, an `ask` is a denial).
     pub fn approver(mut self, approver: impl Approver) -> Self {
         self.approver = Some(Arc::new(approver));
         self
@@ -224,6 +232,7 @@ impl PipelineBuilder {
         self.approver = Some(approver);
         self
     }
+    /// How long the Approver has to answer (default 5 minutes).
     pub fn approval_timeout(mut self, timeout: Duration) -> Self {
         self.approval_timeout = timeout;
         self
@@ -239,6 +248,7 @@ impl PipelineBuilder {
         self.wrappers.clear();
         self
     }
+    /// The default retry wrapper's policy.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
@@ -274,6 +284,7 @@ impl PipelineBuilder {
         this.sinks.durable.push(log);
         this
     }
+    /// Per-call size limits (default 8 MiB each).
     pub fn limits(mut self, limits: CallLimits) -> Self {
         self.limits = limits;
         self
@@ -288,6 +299,7 @@ impl PipelineBuilder {
         self.metrics.clone()
     }
 
+    /// The pipeline.
     pub fn build(self) -> Pipeline {
         let mut stack: Vec<Arc<dyn Around>> = Vec::new();
         if self.default_wrappers {

@@ -67,6 +67,7 @@ impl Scope {
         Scope::root(self.pool)
     }
 
+    /// Parallel-safe calls that may run at once.
     pub fn pool_size(&self) -> usize {
         self.pool
     }
@@ -156,6 +157,7 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Ticket {
+    /// Whether the call runs in the parallel pool.
     pub fn is_parallel(&self) -> bool {
         self.parallel
     }

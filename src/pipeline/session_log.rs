@@ -15,6 +15,7 @@ use super::events::{Event, EventSink, ResultEvent};
 use crate::tool::{Card, ToolRegistry};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a [`SessionLog`] writes.
 pub struct SessionLogOptions {
     /// `fsync` after every event (survives power loss, not only process death).
     pub fsync: bool,
@@ -88,13 +89,16 @@ impl EventSink for SessionLog {
 /// One replayed `tool/result` with its result card rendered again by the tool's presenter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplayEntry {
+    /// The durable event as logged.
     pub event: ResultEvent,
     /// `present_result(args, result)` of the registered tool, `None` without a presenter.
     pub card: Option<Card>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
+/// A session log read back.
 pub struct Replay {
+    /// Every readable `tool/result`, in order.
     pub entries: Vec<ReplayEntry>,
     /// Torn or unreadable lines, and tools no longer registered.
     pub warnings: Vec<String>,

@@ -20,13 +20,35 @@ use crate::schema::{CompiledSchema, SchemaError, ToolSpec, sample_value};
 #[non_exhaustive]
 pub enum ToolBuildError {
     #[error("tool `{tool}`: parameters: {source}")]
-    Parameters { tool: String, source: SchemaError },
+    /// The input schema does not compile.
+    Parameters {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: SchemaError,
+    },
     #[error("tool `{tool}`: output schema: {source}")]
-    Output { tool: String, source: SchemaError },
+    /// The output schema does not compile.
+    Output {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: SchemaError,
+    },
     #[error("tool `{tool}` has no execute body")]
-    NoBody { tool: String },
+    /// No `execute` body was given.
+    NoBody {
+        /// The tool.
+        tool: String,
+    },
     #[error("tool `{tool}`: sandbox name `{sandbox_name}` is not an identifier")]
-    BadSandboxName { tool: String, sandbox_name: String },
+    /// The sandbox name given is not an identifier.
+    BadSandboxName {
+        /// The tool.
+        tool: String,
+        /// The name given.
+        sandbox_name: String,
+    },
 }
 
 /// Builder of a [`ToolDefinition`].
@@ -56,6 +78,7 @@ impl std::fmt::Debug for ToolBuilder {
 }
 
 impl ToolDefinition {
+    /// A builder for a tool named `name` (its sandbox name is derived from it).
     pub fn builder(name: impl Into<String>) -> ToolBuilder {
         ToolBuilder {
             name: name.into(),
@@ -115,6 +138,7 @@ impl ToolBuilder {
         self.sandbox_name = Some(name.into());
         self
     }
+    /// What the tool does, for the model (its first line is the SDK's summary).
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = text.into();
         self
@@ -192,6 +216,7 @@ impl ToolBuilder {
         self.timeout = Some(timeout);
         self
     }
+    /// [`ToolBuilder::timeout`] in milliseconds.
     pub fn timeout_ms(self, ms: u64) -> Self {
         self.timeout(Duration::from_millis(ms))
     }
@@ -207,10 +232,12 @@ impl ToolBuilder {
     pub fn parallel_safe(self) -> Self {
         self.is_concurrency_safe(|_| true)
     }
+    /// A presenter card for the call, from its arguments.
     pub fn present_call(mut self, f: impl Fn(&Value) -> Card + Send + Sync + 'static) -> Self {
         self.present_call = Some(Arc::new(f));
         self
     }
+    /// A presenter card for the result, from the arguments and the result.
     pub fn present_result(
         mut self,
         f: impl Fn(&Value, &ResultView<'_>) -> Card + Send + Sync + 'static,

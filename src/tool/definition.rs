@@ -100,12 +100,15 @@ impl ToolDefinition {
     pub fn sandbox_name(&self) -> &str {
         &self.inner.sandbox_name
     }
+    /// What the tool does, for the model.
     pub fn description(&self) -> &str {
         &self.inner.description
     }
+    /// The input JSON Schema.
     pub fn parameters(&self) -> &Value {
         self.inner.parameters.json()
     }
+    /// The output JSON Schema, when it declares one.
     pub fn output_schema(&self) -> Option<&Value> {
         self.inner.output.as_ref().map(CompiledSchema::json)
     }
@@ -113,6 +116,7 @@ impl ToolDefinition {
     pub fn timeout(&self) -> Option<Duration> {
         self.inner.timeout
     }
+    /// Whether it decides per call whether it is parallel-safe (a classifier).
     pub fn has_classifier(&self) -> bool {
         self.inner.classifier.is_some()
     }

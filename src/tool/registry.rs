@@ -13,7 +13,9 @@ use rustc_hash::FxBuildHasher;
 /// A registered tool and where it lives in the sandbox.
 #[derive(Clone, Debug)]
 pub struct RegisteredTool {
+    /// The tool.
     pub tool: ToolDefinition,
+    /// Its namespace, when it has one.
     pub namespace: Option<String>,
     /// `name` or `ns.name`.
     pub path: String,
@@ -24,12 +26,19 @@ pub struct RegisteredTool {
 /// What the SDK generator and `codemode tools` need about a visible tool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolInfo {
+    /// The tool's name in its source.
     pub name: String,
+    /// Its name in the sandbox (an identifier).
     pub sandbox_name: String,
+    /// Its namespace, when it has one.
     pub namespace: Option<String>,
+    /// `name` or `namespace.name`: how programs and calls name it.
     pub path: String,
+    /// What it does.
     pub description: String,
+    /// Its input JSON Schema.
     pub parameters: Value,
+    /// Its output JSON Schema, when it declares one.
     pub output_schema: Option<Value>,
 }
 
@@ -38,15 +47,29 @@ pub struct ToolInfo {
 #[non_exhaustive]
 pub enum RegistryError {
     #[error("tools `{first}` and `{second}` both map to sandbox name `{path}`")]
+    /// Two tools map to one sandbox path.
     NameCollision {
+        /// The path both map to.
         path: String,
+        /// The source name of the tool registered first.
         first: String,
+        /// The source name of the second.
         second: String,
     },
     #[error("namespace `{namespace}` is not an identifier")]
-    BadNamespace { namespace: String },
+    /// The namespace is not an identifier.
+    BadNamespace {
+        /// The namespace given.
+        namespace: String,
+    },
     #[error("namespace `{namespace}` has the same name as the top-level tool `{tool}`")]
-    NamespaceShadowsTool { namespace: String, tool: String },
+    /// A namespace has the name of a top-level tool (`tools.x` cannot be both).
+    NamespaceShadowsTool {
+        /// The namespace.
+        namespace: String,
+        /// The tool.
+        tool: String,
+    },
 }
 
 /// Tools by sandbox path. Build it, then hand it to a pipeline (it is read-only there).
@@ -67,6 +90,7 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
@@ -140,10 +164,12 @@ impl ToolRegistry {
         self.by_path.get(path)
     }
 
+    /// How many tools it holds.
     pub fn len(&self) -> usize {
         self.by_path.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.by_path.is_empty()
     }

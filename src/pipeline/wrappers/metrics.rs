@@ -13,13 +13,19 @@ use crate::call::{CallError, ErrorCode};
 use rustc_hash::FxBuildHasher;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Counters of one tool.
 pub struct ToolStats {
+    /// Calls that reached the body.
     pub calls: u64,
+    /// Calls that failed.
     pub errors: u64,
+    /// Calls that timed out.
     pub timeouts: u64,
     /// Body attempts, retries included.
     pub attempts: u64,
+    /// Time spent in the body, retries included.
     pub total: Duration,
+    /// The longest call.
     pub max: Duration,
 }
 
@@ -30,6 +36,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The counters by sandbox path.
     pub fn snapshot(&self) -> HashMap<String, ToolStats> {
         let map = self.by_tool.lock().unwrap_or_else(|p| p.into_inner());
         map.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -57,11 +64,13 @@ impl Metrics {
 }
 
 #[derive(Debug)]
+/// Records every call into a [`Metrics`] store (outermost wrapper of the default stack).
 pub struct MetricsWrapper {
     metrics: Arc<Metrics>,
 }
 
 impl MetricsWrapper {
+    /// Records into `metrics`.
     pub fn new(metrics: Arc<Metrics>) -> Self {
         MetricsWrapper { metrics }
     }

@@ -28,12 +28,17 @@ use crate::tool::{ExecContext, ProgressReporter, ToolDefinition};
 /// The call as wrappers see it. Cheap to clone (retries run it again).
 #[derive(Clone)]
 pub struct Dispatch {
+    /// The call's id.
     pub call_id: Arc<str>,
+    /// Sandbox path of the tool.
     pub path: Arc<str>,
+    /// The tool called.
     pub tool: ToolDefinition,
     /// The arguments snapshot, shared with hooks, guards and the body.
     pub args: Arc<Value>,
+    /// Who issued the call.
     pub caller: Caller,
+    /// Whether the scheduler runs it in the parallel pool.
     pub parallel: bool,
     /// The call's own token (a child of the caller's): cancelling it asks the body to stop.
     pub cancel: CancellationToken,
@@ -60,6 +65,7 @@ impl std::fmt::Debug for Dispatch {
 
 /// An execute wrapper.
 pub trait Around: Send + Sync + 'static {
+    /// Runs the call, usually by calling `next.run(call)` once or more.
     fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>>;
 }
 

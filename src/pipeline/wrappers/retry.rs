@@ -11,6 +11,7 @@ use super::{Around, Dispatch, Next};
 use crate::call::{CallError, ErrorKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// When the retry wrapper tries a call again: retryable failures of parallel-safe tools only.
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 2).
     pub max_retries: u32,
@@ -43,11 +44,13 @@ impl RetryPolicy {
 }
 
 #[derive(Default, Debug)]
+/// Retries retryable failures of parallel-safe tools with exponential backoff.
 pub struct RetryWrapper {
     policy: RetryPolicy,
 }
 
 impl RetryWrapper {
+    /// A wrapper with `policy`.
     pub fn new(policy: RetryPolicy) -> Self {
         RetryWrapper { policy }
     }
