@@ -23,7 +23,7 @@ pub enum ApprovalDecision {
     Approve,
     /// Do not run it.
     Refuse {
-        /// Why, shown to the program.
+        /// Why; it becomes the `DENIED` error's reason.
         reason: String,
     },
 }

@@ -10,7 +10,8 @@ use crate::call::{CallStatus, Caller, ContextEntry, Extensions};
 use crate::tool::Card;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-/// A call is about to run (`tools/call`, live only).
+/// A call was issued (`tools/call`, live only). Sent for every call, also one that then fails
+/// lookup or validation.
 pub struct CallEvent {
     /// The call's id.
     pub call_id: Arc<str>,
@@ -18,10 +19,11 @@ pub struct CallEvent {
     pub tool: String,
     /// Who issued the call.
     pub caller: Caller,
-    /// The arguments snapshot the body executes.
+    /// The arguments snapshot the body executes (`null` when they could not be converted).
     pub args: Arc<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// The tool's presenter card for the call.
+    /// The tool's presenter card for the call; `None` for an unknown tool, invalid arguments or
+    /// a tool without a call presenter.
     pub card: Option<Card>,
     /// When it was issued (RFC 3339).
     pub at: String,
@@ -74,7 +76,7 @@ pub struct ResultEvent {
     pub card: Option<Card>,
     /// When the call started (RFC 3339).
     pub started_at: String,
-    /// How long it took, in milliseconds.
+    /// Issue to completion in milliseconds (queueing and approval included).
     pub duration_ms: f64,
     /// The arguments snapshot (a replayed log re-runs the result presenter on it).
     pub args: Arc<Value>,
@@ -112,15 +114,15 @@ pub enum Event {
     /// `tools/progress`.
     Progress(ProgressEvent),
     #[serde(rename = "tools/result")]
-    /// `tools/result` live, `tool/result` durable.
+    /// `tools/result`: the live observation of a result, for every call.
     Result(ResultEvent),
-    /// The durable session event.
+    /// `tool/result`: the durable session event, for direct calls only.
     #[serde(rename = "tool/result")]
     Durable(ResultEvent),
 }
 
 impl Event {
-    /// The event's name: `tools/call`, `tools/progress` or `tools/result`.
+    /// The event's name: `tools/call`, `tools/progress`, `tools/result` or `tool/result`.
     pub fn name(&self) -> &'static str {
         match self {
             Event::Call(_) => "tools/call",
@@ -143,8 +145,7 @@ impl Event {
 /// Receives events. Called synchronously on the call's task, so keep it quick (hand off to a
 /// channel for slow consumers). A durable sink must have written the event when it returns.
 pub trait EventSink: Send + Sync + 'static {
-    /// Receives one event; called synchronously on the thread that runs the call, so it must not
-    /// block.
+    /// Receives one event. A durable sink has written it when this returns.
     fn emit(&self, event: &Event);
 }
 

@@ -14,7 +14,7 @@ pub enum GuardDecision {
     Pass,
     /// Refuse the call (`DENIED`).
     Deny {
-        /// Why, shown to the program.
+        /// Why; it becomes the `DENIED` error's reason.
         reason: String,
     },
 }

@@ -40,7 +40,7 @@ pub enum HookDecision {
     },
     /// Refuse the call (`DENIED`).
     Deny {
-        /// Why, shown to the program.
+        /// Why; it becomes the `DENIED` error's reason.
         reason: String,
     },
 }

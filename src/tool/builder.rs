@@ -138,7 +138,7 @@ impl ToolBuilder {
         self.sandbox_name = Some(name.into());
         self
     }
-    /// What the tool does, for the model (its first line is the SDK's summary).
+    /// What the tool does, for the model (JSDoc in the SDK; `catalog.search` shows its first line).
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = text.into();
         self

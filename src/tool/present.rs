@@ -11,7 +11,7 @@ use crate::call::{CallStatus, Typed};
 /// One hit of a search card.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchHit {
-    /// File path relative to the root.
+    /// The file's path.
     pub path: String,
     /// 1-based line number.
     pub line: u64,
@@ -41,7 +41,7 @@ pub enum Card {
         /// Its output.
         output: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        /// Its exit code, when it ended.
+        /// Its exit code; `None` while it runs or when it did not report one.
         exit_code: Option<i64>,
     },
     /// A change to a file.

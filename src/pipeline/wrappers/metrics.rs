@@ -15,17 +15,18 @@ use rustc_hash::FxBuildHasher;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 /// Counters of one tool.
 pub struct ToolStats {
-    /// Calls that reached the body.
+    /// Calls that passed the gates and were dispatched, each counted once however often retried.
     pub calls: u64,
-    /// Calls that failed.
+    /// Calls that ended in an error, timeouts included.
     pub errors: u64,
-    /// Calls that timed out.
+    /// Calls that ended in `TIMEOUT`.
     pub timeouts: u64,
-    /// Body attempts, retries included.
+    /// Body attempts, retries included. Only a call that fails with `TOOL_ERROR` reports its
+    /// attempts; any other call counts one.
     pub attempts: u64,
-    /// Time spent in the body, retries included.
+    /// Time spent in the wrapped dispatch, every attempt and backoff included.
     pub total: Duration,
-    /// The longest call.
+    /// The longest single call (all its attempts).
     pub max: Duration,
 }
 

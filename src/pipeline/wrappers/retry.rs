@@ -11,7 +11,7 @@ use super::{Around, Dispatch, Next};
 use crate::call::{CallError, ErrorKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-/// When the retry wrapper tries a call again: retryable failures of parallel-safe tools only.
+/// When the retry wrapper tries a call again: retryable failures of parallel-safe calls only.
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 2).
     pub max_retries: u32,
@@ -44,7 +44,7 @@ impl RetryPolicy {
 }
 
 #[derive(Default, Debug)]
-/// Retries retryable failures of parallel-safe tools with exponential backoff.
+/// Retries retryable failures of parallel-safe calls with capped exponential backoff.
 pub struct RetryWrapper {
     policy: RetryPolicy,
 }
