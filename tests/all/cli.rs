@@ -325,22 +325,25 @@ fn a_null_return_is_kept_in_json_and_human_mode() {
 /// Output larger than a pipe's buffer, so the writer is still writing when its reader goes away.
 const BIG_OUTPUT_PROGRAM: &[u8] = b"return 'x'.repeat(300000)";
 
-#[test]
-fn a_reader_that_goes_away_ends_the_output_quietly() {
-    use std::io::Read;
+/// `codemode run -` of [`BIG_OUTPUT_PROGRAM`], writing to `stdout`.
+fn run_big_output(stdout: Stdio) -> std::process::Child {
     let mut child = codemode()
         .args(["run", "-"])
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(BIG_OUTPUT_PROGRAM).unwrap();
+    drop(stdin);
     child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(BIG_OUTPUT_PROGRAM)
-        .unwrap();
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::Read;
+    let mut child = run_big_output(Stdio::piped());
     // Read the first bytes, then hang up, as `| head -c 10` does.
     let mut first = [0u8; 10];
     child.stdout.take().unwrap().read_exact(&mut first).unwrap();
@@ -357,19 +360,7 @@ fn a_full_disk_is_an_error_naming_stdout() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let mut child = codemode()
-        .args(["run", "-"])
-        .stdin(Stdio::piped())
-        .stdout(full)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(BIG_OUTPUT_PROGRAM)
-        .unwrap();
+    let child = run_big_output(full.into());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
