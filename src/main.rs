@@ -1,6 +1,8 @@
 mod cli;
 
 fn main() {
+    // A sandbox worker process of `--isolation process` is this binary with a marker argument.
+    codemode::sandbox::serve_worker_if_requested();
     keep_programs_off_disk();
     std::process::exit(cli::main());
 }

@@ -1,13 +1,14 @@
 //! The one error type callers see. `code()` is what a program sees as `err.code`; `details()` is
 //! exactly the `details` column of DESIGN.md section 3.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::code::ErrorCode;
 use super::issue::ArgIssue;
 
 /// Who denied a call (`details.by` of `DENIED`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DeniedBy {
     /// A pre-execute hook returned `deny` (or failed, which fails closed).
     Hook,
@@ -32,7 +33,7 @@ impl DeniedBy {
 }
 
 /// Which per-call limit fired (`details.limit` of `LIMIT_EXCEEDED`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LimitKind {
     /// The serialized arguments were larger than `CallLimits::max_arg_bytes`.
     ArgumentBytes,
@@ -51,8 +52,10 @@ impl LimitKind {
     }
 }
 
-/// The typed payload of a [`CallError`]; one variant per code.
-#[derive(Clone, Debug, PartialEq)]
+/// The typed payload of a [`CallError`]; one variant per code. Serde gives it a lossless form
+/// (it crosses the worker-process boundary); the wire form for programs is
+/// [`CallError::details`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// `UNKNOWN_TOOL`: no visible tool by that name.
@@ -118,7 +121,7 @@ pub enum ErrorKind {
 }
 
 /// A failed call: a stable code, a human message and structured details.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[error("{}: {message}", self.code())]
 pub struct CallError {
     /// The code and its structured details.

@@ -18,7 +18,7 @@ pub const MIB: usize = 1024 * 1024;
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Limits applied to one run. `Limits::default()` gives the defaults of DESIGN.md §5.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Wall-clock deadline; the isolate is terminated when it passes (status `timeout`).
     pub deadline: Duration,
@@ -72,7 +72,7 @@ impl Limits {
 
 /// Per-call size limits, measured on serialized JSON. A call past one fails with
 /// `LIMIT_EXCEEDED` and `details = {limit, value}` (catchable in a program).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallLimits {
     /// Largest serialized arguments of one call.
     pub max_arg_bytes: u64,

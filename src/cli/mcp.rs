@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::wiring::{self, Logs, run_limits};
+use super::wiring::{self, IsolationFlag, Logs, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::harness::CATALOG_NAMESPACE;
 use codemode::harness::{AUTO_DISCOVERY_BYTES, Discovery};
@@ -49,6 +49,13 @@ pub struct McpArgs {
     /// Also expose the visible tools directly, beside run_code (hybrid mode).
     #[arg(long)]
     expose_direct: bool,
+    /// Where programs run: `process` (worker processes of this binary; a crash ends only its
+    /// run, and workers are recycled) or `thread` (engine threads in the server process).
+    #[arg(long, value_enum, default_value_t = IsolationFlag::Process)]
+    isolation: IsolationFlag,
+    /// Programs running at once (sandbox workers).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
+    workers: u64,
     /// Progressive discovery: the run_code description shows only `catalog.search` and
     /// `catalog.describe` (and a count of tools per namespace) instead of the whole SDK. `auto`
     /// turns it on when the whole SDK would exceed 64 KiB.
@@ -104,7 +111,8 @@ pub fn mcp(args: McpArgs) -> i32 {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
             harness: wiring::harness(&sources, limits, logs)
-                .workers(2)
+                .workers(args.workers as usize)
+                .isolation(args.isolation.isolation())
                 .discovery(args.discovery.into()),
             visible: std::sync::Arc::new(move |path: &str| policy.is_visible(path)),
             expose_direct: args.expose_direct,

@@ -15,7 +15,7 @@ use super::output;
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::wiring::{self, Logs, run_limits};
+use super::wiring::{self, IsolationFlag, Logs, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::pipeline::Approver;
 use codemode::policy::TerminalApprover;
@@ -31,6 +31,10 @@ pub struct RunArgs {
     /// Print the RunOutcome as JSON instead of the human rendering.
     #[arg(long)]
     json: bool,
+    /// Where the program runs: `thread` (an engine thread of this process) or `process` (a
+    /// worker process of this binary; a crash gives status `crashed`).
+    #[arg(long, value_enum, default_value_t = IsolationFlag::Thread)]
+    isolation: IsolationFlag,
     /// Wall-clock deadline of the run, in milliseconds [default: the policy's limits.timeout_ms,
     /// else 30000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -100,6 +104,7 @@ pub fn run(args: RunArgs) -> i32 {
         let observed = progress.clone();
         let harness = wiring::harness(&sources, limits, logs)
             .workers(1)
+            .isolation(args.isolation.isolation())
             .inner(move |pipeline| {
                 let approver: Arc<dyn Approver> = approver.clone();
                 pipeline

@@ -9,7 +9,7 @@ use super::sources::Sources;
 use codemode::harness::{Harness, HarnessBuilder};
 use codemode::pipeline::{AuditLog, EventSink, SessionLog, SessionLogOptions};
 use codemode::policy::PolicyLimits;
-use codemode::sandbox::{Limits, MIB};
+use codemode::sandbox::{Isolation, Limits, MIB, ProcessConfig};
 
 /// The limits of a run: defaults, then the policy's `[limits]`, then the flags.
 pub fn run_limits(policy: &PolicyLimits, timeout_ms: Option<u64>, heap_mb: Option<u64>) -> Limits {
@@ -55,6 +55,25 @@ impl Logs {
             None => None,
         };
         Ok(Logs { session, audit })
+    }
+}
+
+/// `--isolation`: where programs run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IsolationFlag {
+    /// Engine threads inside this process: fastest; an engine fault ends the process.
+    Thread,
+    /// Worker processes of this binary: a crash ends only its run (status `crashed`), and
+    /// workers are recycled, which bounds what the engine leaks.
+    Process,
+}
+
+impl IsolationFlag {
+    pub fn isolation(self) -> Isolation {
+        match self {
+            IsolationFlag::Thread => Isolation::Thread,
+            IsolationFlag::Process => Isolation::Process(ProcessConfig::default()),
+        }
     }
 }
 

@@ -138,9 +138,16 @@ impl HarnessBuilder {
         self
     }
 
-    /// Sandbox worker threads, i.e. programs running at once (default: the cores, at least 2).
+    /// Sandbox workers (threads or processes), i.e. programs running at once (default: the
+    /// cores, at least 2).
     pub fn workers(mut self, workers: usize) -> Self {
         self.config.workers = workers;
+        self
+    }
+
+    /// Where programs run: engine threads of this process (default) or worker processes.
+    pub fn isolation(mut self, isolation: crate::sandbox::Isolation) -> Self {
+        self.config.isolation = isolation;
         self
     }
 

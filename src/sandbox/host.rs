@@ -61,7 +61,7 @@ impl std::fmt::Debug for ToolRequest {
 /// A successful call, as the program will see it: its value, and the context attachments
 /// (`{kind, text}`) of post-execute hooks. A failed call is a [`CallError`]: the program gets a
 /// rejected promise with a `ToolError` carrying its code, message and details.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolReply {
     /// The call's value.
     pub value: Value,
@@ -90,7 +90,24 @@ pub(crate) struct RunTools {
 
 /// A handle that stops and restarts the run's deadline clock (nested pauses are counted).
 #[derive(Clone)]
-pub struct DeadlinePause(pub(crate) Arc<RunControl>);
+pub struct DeadlinePause(pub(crate) Arc<dyn DeadlineClock>);
+
+/// Whatever keeps a run's deadline: the run's own control in this process, or a worker
+/// process reached over its pipe.
+pub(crate) trait DeadlineClock: Send + Sync {
+    fn pause(&self);
+    fn resume(&self);
+}
+
+impl DeadlineClock for RunControl {
+    fn pause(&self) {
+        RunControl::pause(self);
+    }
+
+    fn resume(&self) {
+        RunControl::resume(self);
+    }
+}
 
 impl std::fmt::Debug for DeadlinePause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

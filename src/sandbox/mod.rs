@@ -27,6 +27,7 @@ mod host;
 mod ops;
 mod outcome;
 mod pool;
+mod process;
 mod report;
 mod run_state;
 mod stack;
@@ -49,6 +50,7 @@ pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 pub use outcome::{
     LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
+pub use process::{Isolation, ProcessConfig, WORKER_ARG, serve_worker, serve_worker_if_requested};
 pub use report::{render, status_line};
 pub use transpile::{SyntaxError, Transpiled, transpile};
 pub(crate) use watchdog::{RunControl, StopReason};
@@ -66,6 +68,8 @@ pub struct SandboxConfig {
     /// Isolates a worker thread builds before a fresh thread takes its place (the engine keeps
     /// per-thread state that wears out after some thousands of isolates).
     pub isolates_per_thread: usize,
+    /// Engine threads in this process (default), or worker processes.
+    pub isolation: Isolation,
 }
 
 impl Default for SandboxConfig {
@@ -78,6 +82,7 @@ impl Default for SandboxConfig {
             limits: Limits::default(),
             worker_stack_bytes: 16 * MIB,
             isolates_per_thread: pool::ISOLATES_PER_THREAD,
+            isolation: Isolation::Thread,
         }
     }
 }
@@ -154,8 +159,13 @@ pub fn new_run_id() -> String {
 /// A pool of sandboxed isolates. Cheap to clone; `Send + Sync`; every run is independent.
 #[derive(Clone)]
 pub struct Sandbox {
-    pool: Arc<pool::Pool>,
+    backend: Arc<Backend>,
     limits: Limits,
+}
+
+enum Backend {
+    Threads(pool::Pool),
+    Processes(process::ProcessPool),
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -173,19 +183,35 @@ impl std::fmt::Debug for Sandbox {
 pub struct SandboxStartError(#[from] std::io::Error);
 
 impl Sandbox {
-    /// Start the worker threads (`config.workers`, at least one), each pre-building an isolate.
+    /// Start the workers (`config.workers`, at least one), each pre-building an isolate: engine
+    /// threads, or worker processes (which start in the background; a run waits for one).
     ///
     /// # Errors
-    /// A worker thread could not be spawned.
+    /// A thread could not be spawned.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxStartError> {
-        let pool = pool::Pool::start(
-            config.workers.max(1),
-            config.worker_stack_bytes,
-            config.limits.heap_bytes,
-            config.isolates_per_thread,
-        )?;
+        let backend = match config.isolation {
+            Isolation::Thread => Backend::Threads(pool::Pool::start(
+                config.workers.max(1),
+                config.worker_stack_bytes,
+                config.limits.heap_bytes,
+                config.isolates_per_thread,
+            )?),
+            Isolation::Process(process) => {
+                let setup = process::WorkerSetup {
+                    heap_bytes: config.limits.heap_bytes,
+                    worker_stack_bytes: config.worker_stack_bytes,
+                    isolates_per_thread: config.isolates_per_thread,
+                    address_space_bytes: process.address_space_bytes,
+                };
+                Backend::Processes(process::ProcessPool::start(
+                    config.workers.max(1),
+                    setup,
+                    process,
+                )?)
+            }
+        };
         Ok(Sandbox {
-            pool: Arc::new(pool),
+            backend: Arc::new(backend),
             limits: config.limits,
         })
     }
@@ -210,15 +236,69 @@ impl Sandbox {
             run_id,
             extensions,
         } = options;
-        let program = match prepare(source, &limits) {
-            Ok(program) => program,
-            Err(outcome) => return *outcome,
-        };
         let tools = tools.map(|host| RunTools {
             host,
             run_id: run_id.unwrap_or_else(new_run_id),
             extensions,
         });
+        match &*self.backend {
+            Backend::Threads(pool) => {
+                Self::run_on_thread(pool, source, limits, cancel, tools).await
+            }
+            Backend::Processes(pool) => {
+                Self::run_in_process(pool, source, limits, cancel, tools).await
+            }
+        }
+    }
+
+    async fn run_in_process(
+        pool: &process::ProcessPool,
+        source: &str,
+        limits: Limits,
+        cancel: CancellationToken,
+        tools: Option<RunTools>,
+    ) -> RunOutcome {
+        // The worker transpiles; only the size check is worth doing before the trip.
+        if let Err(outcome) = check_size(source, &limits) {
+            return *outcome;
+        }
+        let stop = CancellationToken::new();
+        // Dropping this future stops the run, even if it has not started yet.
+        let _stop_on_drop = stop.clone().drop_guard();
+        let (reply, mut answer) = oneshot::channel();
+        let job = process::ProcessJob {
+            source: source.to_string(),
+            limits,
+            tools,
+            stop: stop.clone(),
+            reply,
+        };
+        if !pool.submit(job) {
+            return pool::internal_error("the sandbox is shut down");
+        }
+        let outcome = tokio::select! {
+            outcome = &mut answer => outcome,
+            () = cancel.cancelled() => {
+                stop.cancel();
+                (&mut answer).await
+            }
+        };
+        outcome.unwrap_or_else(|_| {
+            pool::internal_error("the sandbox worker stopped before the run ended")
+        })
+    }
+
+    async fn run_on_thread(
+        pool: &pool::Pool,
+        source: &str,
+        limits: Limits,
+        cancel: CancellationToken,
+        tools: Option<RunTools>,
+    ) -> RunOutcome {
+        let program = match prepare(source, &limits) {
+            Ok(program) => program,
+            Err(outcome) => return *outcome,
+        };
         let link = Arc::new(RunLink::default());
         let (reply_tx, reply_rx) = oneshot::channel();
         let job = pool::Job {
@@ -228,7 +308,7 @@ impl Sandbox {
             link: Arc::clone(&link),
             reply: reply_tx,
         };
-        if !self.pool.submit(job) {
+        if !pool.submit(job) {
             return pool::internal_error("the sandbox is shut down");
         }
         // Dropping this future (or cancelling) stops the run, even if it has not started yet.
@@ -247,9 +327,24 @@ impl Sandbox {
         })
     }
 
-    /// Workers that hold a pre-built isolate right now (for benchmarks and health checks).
+    /// Workers ready for a run right now (for benchmarks and health checks): engine threads
+    /// holding a pre-built isolate, or idle worker processes that completed their handshake.
     pub fn warm_workers(&self) -> usize {
-        self.pool.warm.load(std::sync::atomic::Ordering::SeqCst)
+        let count = match &*self.backend {
+            Backend::Threads(pool) => &pool.warm,
+            Backend::Processes(pool) => &pool.ready,
+        };
+        count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether a watchdog gave up one of this sandbox's engine threads (a program kept it busy
+    /// past its stop). The thread may still burn a core: a worker process in that state must
+    /// be replaced.
+    pub(crate) fn gave_up_a_worker(&self) -> bool {
+        match &*self.backend {
+            Backend::Threads(pool) => pool.gave_up_a_worker(),
+            Backend::Processes(_) => false,
+        }
     }
 
     /// What the bootstrap of a fresh isolate reports (captured ops, leftover globals).
@@ -342,6 +437,16 @@ impl Drop for AbandonOnDrop {
 
 /// Check and transpile a program before it takes a worker; failures are final outcomes.
 fn prepare(source: &str, limits: &Limits) -> Result<Transpiled, Box<RunOutcome>> {
+    check_size(source, limits)?;
+    transpile(source).map_err(|e| {
+        let mut error = RunError::new("SyntaxError", e.message.clone());
+        error.line = Some(e.line);
+        error.column = Some(e.column);
+        Box::new(RunOutcome::failed(RunStatus::Error, error))
+    })
+}
+
+fn check_size(source: &str, limits: &Limits) -> Result<(), Box<RunOutcome>> {
     if source.len() > limits.program_bytes {
         return Err(Box::new(RunOutcome::failed(
             RunStatus::Error,
@@ -355,10 +460,5 @@ fn prepare(source: &str, limits: &Limits) -> Result<Transpiled, Box<RunOutcome>>
             ),
         )));
     }
-    transpile(source).map_err(|e| {
-        let mut error = RunError::new("SyntaxError", e.message.clone());
-        error.line = Some(e.line);
-        error.column = Some(e.column);
-        Box::new(RunOutcome::failed(RunStatus::Error, error))
-    })
+    Ok(())
 }

@@ -26,6 +26,10 @@ pub enum RunStatus {
     LimitExceeded,
     /// The embedder cancelled the run.
     Cancelled,
+    /// The worker process running the program died (it panicked, aborted, was killed or ran
+    /// past its memory ceiling); the error says how (signal or exit code). Only with
+    /// process isolation: the host keeps serving and a fresh worker takes the place.
+    Crashed,
 }
 
 impl RunStatus {
@@ -38,6 +42,7 @@ impl RunStatus {
             RunStatus::OutOfMemory => "out_of_memory",
             RunStatus::LimitExceeded => "limit_exceeded",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Crashed => "crashed",
         }
     }
 }

@@ -72,6 +72,15 @@ impl Pool {
         })
     }
 
+    /// Whether a watchdog gave up one of the worker threads.
+    pub(crate) fn gave_up_a_worker(&self) -> bool {
+        !self
+            .abandoned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
     /// Queue a job; `false` when the pool is shut down.
     pub(crate) fn submit(&self, job: Job) -> bool {
         self.sender

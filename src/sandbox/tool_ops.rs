@@ -142,7 +142,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         // The run's own token: cancelling the run cancels every call in flight, and nothing
         // cancels one call alone from here (the pipeline makes its per-call child).
         cancel: tools.cancel.clone(),
-        deadline: DeadlinePause(Arc::clone(&tools.control)),
+        deadline: DeadlinePause(Arc::clone(&tools.control) as Arc<dyn super::host::DeadlineClock>),
         extensions: tools.extensions.clone(),
     };
     Admission::Run {

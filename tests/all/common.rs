@@ -36,3 +36,23 @@ pub fn value(outcome: &RunOutcome) -> serde_json::Value {
 pub fn logs(outcome: &RunOutcome) -> Vec<String> {
     outcome.logs.iter().map(|l| l.text.clone()).collect()
 }
+
+/// The `codemode` binary serves as the worker program of process-isolated sandboxes.
+pub fn worker_program() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_codemode"))
+}
+
+/// One process-isolated sandbox shared by the tests that don't watch its workers.
+pub fn process_sandbox() -> &'static Sandbox {
+    static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
+    SANDBOX.get_or_init(|| {
+        Sandbox::new(SandboxConfig {
+            workers: 2,
+            isolation: codemode::sandbox::Isolation::Process(
+                codemode::sandbox::ProcessConfig::with_program(worker_program()),
+            ),
+            ..SandboxConfig::default()
+        })
+        .expect("sandbox starts")
+    })
+}

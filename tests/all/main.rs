@@ -25,6 +25,7 @@ mod limits;
 mod mcp_e2e;
 mod pipeline;
 mod policy;
+mod process_isolation;
 mod programs;
 mod registry;
 mod scheduler;

@@ -1,0 +1,267 @@
+//! The worker process: the same binary, started with [`WORKER_ARG`]. It runs programs on an
+//! in-process sandbox of one engine thread, and every tool call crosses back to the host as a
+//! frame. It holds no tools, no credentials and no environment: the host's pipeline answers
+//! each call, and the worker only relays the answer to the program.
+
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Write};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
+use crate::call::{CallError, ErrorKind, Limits};
+use crate::sandbox::{
+    DeadlinePause, Isolation, RunOptions, Sandbox, SandboxConfig, ToolHost, ToolReply, ToolRequest,
+};
+
+/// The first argument that makes a binary serve as a sandbox worker process
+/// ([`serve_worker_if_requested`]).
+pub const WORKER_ARG: &str = "__codemode-sandbox-worker";
+
+/// Exit code of a worker whose host sent something other than the expected handshake.
+const EXIT_PROTOCOL: i32 = 70;
+
+/// If this process was started as a sandbox worker (first argument [`WORKER_ARG`]), serve as
+/// one and exit; otherwise return at once. A binary that uses
+/// [`Isolation::Process`] with itself as the worker program calls this first thing in `main`.
+pub fn serve_worker_if_requested() {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == WORKER_ARG)
+    {
+        std::process::exit(serve_worker());
+    }
+}
+
+/// Serve as a sandbox worker on stdin/stdout until the host closes the pipe; returns the exit
+/// code.
+pub fn serve_worker() -> i32 {
+    // The engine facade would cache the bytecode of every program on disk (see the binary's
+    // `keep_programs_off_disk`); a worker's environment is empty, so it says no itself.
+    // SAFETY: called before the worker starts any thread.
+    unsafe { std::env::set_var("V82JSC_NO_BC_CACHE", "1") };
+    // The protocol keeps the original stdout for itself; anything else writing to fd 1 (engine
+    // diagnostics, a stray print) lands on stderr instead of corrupting the frames.
+    // SAFETY: plain fd syscalls on this process's own standard descriptors.
+    let protocol_fd = unsafe { libc::dup(1) };
+    if protocol_fd < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+        return EXIT_PROTOCOL;
+    }
+    close_inherited_fds(protocol_fd);
+    // SAFETY: `protocol_fd` is a fresh descriptor this function owns from here on.
+    let mut output = BufWriter::new(unsafe { std::fs::File::from_raw_fd(protocol_fd) });
+    let mut input = BufReader::new(std::io::stdin());
+    let setup = match frame::read_blocking::<ToWorker>(&mut input) {
+        Ok(ToWorker::Hello(setup)) => setup,
+        _ => return EXIT_PROTOCOL,
+    };
+    super::harden::apply(&setup);
+    let sandbox = match Sandbox::new(sandbox_config(&setup)) {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            eprintln!("codemode sandbox worker: {e}");
+            return 1;
+        }
+    };
+    // One writer thread owns the protocol pipe; a failed write means the host is gone.
+    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let writer = std::thread::spawn(move || {
+        for frame in out_rx {
+            if output
+                .write_all(&frame)
+                .and_then(|()| output.flush())
+                .is_err()
+            {
+                std::process::exit(0);
+            }
+        }
+    });
+    let _ = out_tx.send(frame::encode(&FromWorker::Ready));
+    let (in_tx, in_rx) = mpsc::unbounded_channel::<ToWorker>();
+    std::thread::spawn(move || {
+        loop {
+            match frame::read_blocking::<ToWorker>(&mut input) {
+                Ok(message) => {
+                    if in_tx.send(message).is_err() {
+                        return;
+                    }
+                }
+                Err(FrameError::Closed) => return,
+                Err(e) => {
+                    eprintln!("codemode sandbox worker: {e}");
+                    return;
+                }
+            }
+        }
+    });
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("codemode sandbox worker: cannot start its event loop: {e}");
+            return 1;
+        }
+    };
+    runtime.block_on(serve(sandbox, in_rx, out_tx));
+    let _ = writer;
+    0
+}
+
+fn sandbox_config(setup: &WorkerSetup) -> SandboxConfig {
+    SandboxConfig {
+        workers: 1,
+        limits: Limits {
+            heap_bytes: setup.heap_bytes,
+            ..Limits::default()
+        },
+        worker_stack_bytes: setup.worker_stack_bytes,
+        isolates_per_thread: setup.isolates_per_thread,
+        isolation: Isolation::Thread,
+    }
+}
+
+/// Calls of this worker waiting for the host's answer, by id.
+type Waiting = Arc<Mutex<HashMap<u64, (oneshot::Sender<Reply>, DeadlinePause)>>>;
+type Reply = Result<ToolReply, CallError>;
+
+async fn serve(
+    sandbox: Sandbox,
+    mut incoming: mpsc::UnboundedReceiver<ToWorker>,
+    out: crossbeam_channel::Sender<Vec<u8>>,
+) {
+    let waiting = Waiting::default();
+    let next_id = Arc::new(AtomicU64::new(1));
+    let mut current = CancellationToken::new();
+    while let Some(message) = incoming.recv().await {
+        match message {
+            ToWorker::Run {
+                source,
+                limits,
+                paths,
+                run_id,
+            } => {
+                current = CancellationToken::new();
+                let host = Arc::new(RelayHost {
+                    paths,
+                    waiting: Arc::clone(&waiting),
+                    next_id: Arc::clone(&next_id),
+                    out: out.clone(),
+                    watching_end: AtomicBool::new(false),
+                });
+                let options = RunOptions::new(limits)
+                    .with_cancel(current.clone())
+                    .with_tools(host)
+                    .with_run_id(run_id);
+                let sandbox = sandbox.clone();
+                let out = out.clone();
+                tokio::spawn(async move {
+                    let outcome = sandbox.run_with(&source, options).await;
+                    let retire = sandbox.gave_up_a_worker();
+                    let _ = out.send(frame::encode(&FromWorker::Outcome {
+                        outcome: Box::new(outcome),
+                        retire,
+                    }));
+                });
+            }
+            ToWorker::Reply { id, result } => {
+                let entry = lock(&waiting).remove(&id);
+                if let Some((reply, _)) = entry {
+                    let _ = reply.send(result);
+                }
+            }
+            ToWorker::Pause { id } => {
+                if let Some((_, deadline)) = lock(&waiting).get(&id) {
+                    deadline.pause();
+                }
+            }
+            ToWorker::Resume { id } => {
+                if let Some((_, deadline)) = lock(&waiting).get(&id) {
+                    deadline.resume();
+                }
+            }
+            ToWorker::Cancel => current.cancel(),
+            ToWorker::Hello(_) => {}
+        }
+    }
+    // The host closed the pipe: stop whatever runs and leave.
+    current.cancel();
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The run's tools as the worker sees them: each call is a frame to the host.
+struct RelayHost {
+    paths: Vec<String>,
+    waiting: Waiting,
+    next_id: Arc<AtomicU64>,
+    out: crossbeam_channel::Sender<Vec<u8>>,
+    /// Whether a task already waits for the run's end to tell the host.
+    watching_end: AtomicBool,
+}
+
+impl ToolHost for RelayHost {
+    fn paths(&self) -> Vec<String> {
+        self.paths.clone()
+    }
+
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Reply> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        lock(&self.waiting).insert(id, (reply, request.deadline.clone()));
+        let _ = self.out.send(frame::encode(&FromWorker::Call {
+            id,
+            path: request.path,
+            args: request.args,
+            unconvertible: request.unconvertible,
+            seq: request.seq,
+        }));
+        if !self.watching_end.swap(true, Ordering::SeqCst) {
+            // The run's token fires when the run ends: calls still waiting are the host's to
+            // cancel (the run's end waits for them, as it does in the host's own process).
+            let (end, out, waiting) = (
+                request.cancel.clone(),
+                self.out.clone(),
+                Arc::clone(&self.waiting),
+            );
+            tokio::spawn(async move {
+                end.cancelled().await;
+                if !lock(&waiting).is_empty() {
+                    let _ = out.send(frame::encode(&FromWorker::CallsCancelled));
+                }
+            });
+        }
+        Box::pin(async move {
+            answer.await.unwrap_or_else(|_| {
+                Err(CallError::new(
+                    ErrorKind::Cancelled,
+                    "the host stopped answering",
+                ))
+            })
+        })
+    }
+}
+
+/// Close every descriptor the worker inherited except the standard ones and the protocol's.
+fn close_inherited_fds(keep: i32) {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2 && fd != keep)
+        .collect();
+    for fd in fds {
+        // SAFETY: closing descriptors this process inherited and does not use; the one the
+        // directory listing itself used is already closed (EBADF is harmless).
+        unsafe { libc::close(fd) };
+    }
+}

@@ -1,0 +1,142 @@
+//! The wire between the host and a worker process: length-prefixed JSON frames (4-byte
+//! little-endian length, then the JSON body). The host reads what a worker writes as untrusted:
+//! a frame over [`MAX_FRAME_BYTES`] or one that does not parse ends the worker.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::call::{CallError, Limits};
+use crate::sandbox::{RunOutcome, ToolReply};
+
+/// The largest frame either side accepts. Values crossing are already capped far below it
+/// (program source, per-call argument and result bytes, the return value).
+pub(crate) const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
+
+/// Host to worker.
+// Externally tagged: serde buffers internally tagged enums, and the outcome's raw return value
+// cannot be read back from a buffer.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum ToWorker {
+    /// First frame: how to set the worker up. The worker answers [`FromWorker::Ready`].
+    Hello(WorkerSetup),
+    /// Run one program (a worker runs one at a time).
+    Run {
+        source: String,
+        limits: Limits,
+        paths: Vec<String>,
+        run_id: String,
+    },
+    /// The answer to [`FromWorker::Call`] `id`.
+    Reply {
+        id: u64,
+        result: Result<ToolReply, CallError>,
+    },
+    /// Stop (or restart) the run's deadline clock for call `id` (an approver is waiting).
+    Pause { id: u64 },
+    /// Undo one [`ToWorker::Pause`].
+    Resume { id: u64 },
+    /// Stop the current run (status `cancelled`).
+    Cancel,
+}
+
+/// How a worker process sets itself up before it runs any program.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WorkerSetup {
+    pub heap_bytes: usize,
+    pub worker_stack_bytes: usize,
+    pub isolates_per_thread: usize,
+    /// `RLIMIT_AS` of the worker: past it, allocations fail and the worker dies (`crashed`).
+    pub address_space_bytes: Option<u64>,
+}
+
+/// Worker to host.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum FromWorker {
+    /// The worker is set up and takes programs.
+    Ready,
+    /// The program called a tool; the host answers with [`ToWorker::Reply`] `id`.
+    Call {
+        id: u64,
+        path: String,
+        args: Value,
+        unconvertible: Option<String>,
+        seq: u64,
+    },
+    /// The run ended with calls in flight: the host cancels them (the run's token).
+    CallsCancelled,
+    /// The run's outcome. `retire`: the worker gave up a stuck engine thread and must be
+    /// replaced.
+    Outcome {
+        outcome: Box<RunOutcome>,
+        retire: bool,
+    },
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrameError {
+    #[error("the pipe closed")]
+    Closed,
+    #[error("reading the pipe failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("a frame of {0} bytes is over the {MAX_FRAME_BYTES}-byte limit")]
+    TooLarge(usize),
+    #[error("a frame did not parse: {0}")]
+    Malformed(#[from] serde_json::Error),
+}
+
+pub(crate) fn encode<T: Serialize>(message: &T) -> Vec<u8> {
+    let mut frame = vec![0u8; 4];
+    serde_json::to_writer(&mut frame, message).expect("frames always serialise");
+    let len = (frame.len() - 4) as u32;
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    frame
+}
+
+fn check_len(header: [u8; 4]) -> Result<usize, FrameError> {
+    let len = u32::from_le_bytes(header) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge(len));
+    }
+    Ok(len)
+}
+
+/// Read one frame (blocking).
+pub(crate) fn read_blocking<T: for<'de> Deserialize<'de>>(
+    reader: &mut impl std::io::Read,
+) -> Result<T, FrameError> {
+    let mut header = [0u8; 4];
+    match reader.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let mut body = vec![0u8; check_len(header)?];
+    reader.read_exact(&mut body)?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// Read one frame.
+pub(crate) async fn read<T: for<'de> Deserialize<'de>>(
+    reader: &mut (impl AsyncRead + Unpin),
+) -> Result<T, FrameError> {
+    let mut header = [0u8; 4];
+    match reader.read_exact(&mut header).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let mut body = vec![0u8; check_len(header)?];
+    reader.read_exact(&mut body).await?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// Write one frame and flush it.
+pub(crate) async fn write(
+    writer: &mut (impl AsyncWrite + Unpin),
+    frame: &[u8],
+) -> std::io::Result<()> {
+    writer.write_all(frame).await?;
+    writer.flush().await
+}

@@ -1,0 +1,477 @@
+//! The host side of process isolation: a pool of worker processes, one run at a time each.
+//! The host keeps everything that matters: the tools, the pipeline, the extensions of the run.
+//! A worker sends each tool call as a frame; the host runs it through the [`ToolHost`] exactly
+//! as an in-process run would and sends the answer back.
+
+use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::ProcessConfig;
+use super::child::WORKER_ARG;
+use super::clock::{RemoteClock, RunClock};
+use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
+use crate::call::{CallError, ErrorKind, Limits};
+use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
+use crate::sandbox::watchdog::STUCK_GRACE;
+use crate::sandbox::{RunError, RunOutcome, RunStatus, new_run_id};
+
+/// One run for a worker process.
+pub(crate) struct ProcessJob {
+    pub source: String,
+    pub limits: Limits,
+    pub tools: Option<RunTools>,
+    /// Cancelled when the caller stops the run or goes away.
+    pub stop: CancellationToken,
+    pub reply: oneshot::Sender<RunOutcome>,
+}
+
+/// How long a fresh worker has to answer the handshake.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+/// Past the run's deadline (or its cancellation), how long the host waits for the worker's own
+/// watchdog to answer before it kills the worker. The worker's watchdog gives a stuck engine
+/// [`STUCK_GRACE`] before it answers itself.
+const BACKSTOP: Duration = Duration::from_secs(STUCK_GRACE.as_secs() + 3);
+/// How much of a worker's stderr is kept to explain its crash.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+pub(crate) struct ProcessPool {
+    jobs: Option<mpsc::UnboundedSender<ProcessJob>>,
+    manager: Option<std::thread::JoinHandle<()>>,
+    /// Worker processes started, set up and idle right now.
+    pub(crate) ready: Arc<AtomicUsize>,
+}
+
+struct Shared {
+    jobs: tokio::sync::Mutex<mpsc::UnboundedReceiver<ProcessJob>>,
+    setup: WorkerSetup,
+    config: ProcessConfig,
+    ready: Arc<AtomicUsize>,
+}
+
+impl ProcessPool {
+    pub(crate) fn start(
+        workers: usize,
+        setup: WorkerSetup,
+        config: ProcessConfig,
+    ) -> std::io::Result<ProcessPool> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (jobs, receiver) = mpsc::unbounded_channel();
+        let ready = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Shared {
+            jobs: tokio::sync::Mutex::new(receiver),
+            setup,
+            config,
+            ready: Arc::clone(&ready),
+        });
+        let manager = std::thread::Builder::new()
+            .name("codemode-worker-processes".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let mut slots = tokio::task::JoinSet::new();
+                    for _ in 0..workers.max(1) {
+                        slots.spawn(slot(Arc::clone(&shared)));
+                    }
+                    while slots.join_next().await.is_some() {}
+                });
+            })?;
+        Ok(ProcessPool {
+            jobs: Some(jobs),
+            manager: Some(manager),
+            ready,
+        })
+    }
+
+    /// Queue a job; `false` when the pool is shut down.
+    pub(crate) fn submit(&self, job: ProcessJob) -> bool {
+        self.jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok())
+    }
+}
+
+impl Drop for ProcessPool {
+    fn drop(&mut self) {
+        // Closing the queue ends every slot once its current run is over; its worker process
+        // is killed as it goes.
+        self.jobs.take();
+        if let Some(manager) = self.manager.take() {
+            let _ = manager.join();
+        }
+    }
+}
+
+/// One place in the pool: keeps a worker process up (starting it before any job arrives, so
+/// its isolate is warm) and runs jobs on it, replacing it when it crashes or wears out.
+async fn slot(shared: Arc<Shared>) {
+    let mut worker: Option<WorkerProcess> = None;
+    let mut failures: u32 = 0;
+    loop {
+        let mut start_error = None;
+        if worker.is_none() {
+            match WorkerProcess::start(&shared.setup, &shared.config).await {
+                Ok(started) => {
+                    failures = 0;
+                    shared.ready.fetch_add(1, Ordering::SeqCst);
+                    worker = Some(started);
+                }
+                Err(e) => start_error = Some(e),
+            }
+        }
+        let job = shared.jobs.lock().await.recv().await;
+        let Some(job) = job else { break };
+        let Some(running) = worker.as_mut() else {
+            let message = start_error.unwrap_or_else(|| "no worker process".into());
+            let _ = job.reply.send(RunOutcome::failed(
+                RunStatus::Error,
+                RunError::new("InternalError", message),
+            ));
+            // A persistent failure (a missing program) must not become a hot loop of spawns.
+            failures += 1;
+            tokio::time::sleep(Duration::from_millis(100 * u64::from(failures.min(20)))).await;
+            continue;
+        };
+        shared.ready.fetch_sub(1, Ordering::SeqCst);
+        let healthy = running.run(job).await;
+        let worn = running.runs >= shared.config.runs_per_worker.max(1)
+            || running.rss_bytes() > shared.config.rss_ceiling_bytes;
+        if healthy && !worn {
+            shared.ready.fetch_add(1, Ordering::SeqCst);
+        } else if let Some(done) = worker.take() {
+            done.retire();
+        }
+    }
+    if let Some(done) = worker.take() {
+        shared.ready.fetch_sub(1, Ordering::SeqCst);
+        done.retire();
+    }
+}
+
+struct WorkerProcess {
+    child: Child,
+    /// Frames to the worker's stdin (a writer task owns the pipe).
+    to: mpsc::UnboundedSender<Vec<u8>>,
+    /// Frames from its stdout, read by a task: a receive is cancel-safe, a half-read frame is not.
+    from: mpsc::UnboundedReceiver<Result<FromWorker, FrameError>>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    stderr_done: Option<oneshot::Receiver<()>>,
+    runs: usize,
+}
+
+impl WorkerProcess {
+    async fn start(setup: &WorkerSetup, config: &ProcessConfig) -> Result<WorkerProcess, String> {
+        let program = &config.program;
+        let mut child = tokio::process::Command::new(program)
+            .arg(WORKER_ARG)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start the sandbox worker process `{}`: {e}",
+                    program.display()
+                )
+            })?;
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("the sandbox worker process has no pipes".into());
+        };
+        let (to, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(bytes) = outgoing.recv().await {
+                if frame::write(&mut stdin, &bytes).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let from = read_frames(stdout);
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr_done = keep_tail(stderr, Arc::clone(&tail));
+        let mut worker = WorkerProcess {
+            child,
+            to,
+            from,
+            stderr: tail,
+            stderr_done: Some(stderr_done),
+            runs: 0,
+        };
+        worker.send(&ToWorker::Hello(setup.clone()));
+        match tokio::time::timeout(HANDSHAKE_LIMIT, worker.from.recv()).await {
+            Ok(Some(Ok(FromWorker::Ready))) => Ok(worker),
+            Ok(other) => {
+                let why = match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "it sent something else".into(),
+                };
+                let status = worker.exit_status().await;
+                Err(format!(
+                    "the sandbox worker process `{}` did not complete its handshake ({why}; it {}){}; the program must call codemode::sandbox::serve_worker_if_requested() first thing in main",
+                    program.display(),
+                    describe_exit(status),
+                    worker.last_words(),
+                ))
+            }
+            Err(_) => Err(format!(
+                "the sandbox worker process `{}` did not answer within {} s",
+                program.display(),
+                HANDSHAKE_LIMIT.as_secs()
+            )),
+        }
+    }
+
+    fn send(&self, message: &ToWorker) {
+        let _ = self.to.send(frame::encode(message));
+    }
+
+    /// Run one job; `false` when the worker must not take another (it crashed, was killed, or
+    /// gave up an engine thread).
+    async fn run(&mut self, job: ProcessJob) -> bool {
+        let ProcessJob {
+            source,
+            limits,
+            tools,
+            stop,
+            reply,
+        } = job;
+        let (paths, run_id) = match &tools {
+            Some(tools) => (tools.host.paths(), tools.run_id.clone()),
+            None => (Vec::new(), new_run_id()),
+        };
+        self.runs += 1;
+        let deadline = limits.deadline;
+        self.send(&ToWorker::Run {
+            source,
+            limits,
+            paths,
+            run_id: run_id.clone(),
+        });
+        let clock = Arc::new(RunClock::new(self.to.clone()));
+        // The run's token for its calls: cancelled when the run ends with calls in flight.
+        let calls_end = CancellationToken::new();
+        let _end_calls = calls_end.clone().drop_guard();
+        let mut stopped_at: Option<Instant> = None;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                message = self.from.recv() => match message {
+                    Some(Ok(FromWorker::Call { id, path, args, unconvertible, seq })) => {
+                        let answer = self.to.clone();
+                        let Some(tools) = &tools else {
+                            // A run without tools has no `tools` to call; only a worker gone
+                            // wrong asks. It gets the answer any unknown name gets.
+                            let error = CallError::new(
+                                ErrorKind::UnknownTool { suggestions: Vec::new() },
+                                format!("no tool named `{path}`"),
+                            );
+                            let _ = answer.send(frame::encode(&ToWorker::Reply { id, result: Err(error) }));
+                            continue;
+                        };
+                        let request = ToolRequest {
+                            path,
+                            args,
+                            unconvertible,
+                            run_id: run_id.clone(),
+                            seq,
+                            cancel: calls_end.clone(),
+                            deadline: DeadlinePause(Arc::new(RemoteClock::new(id, Arc::clone(&clock)))),
+                            extensions: tools.extensions.clone(),
+                        };
+                        let call = tools.host.call(request);
+                        tokio::spawn(async move {
+                            let result = call.await;
+                            let _ = answer.send(frame::encode(&ToWorker::Reply { id, result }));
+                        });
+                    }
+                    Some(Ok(FromWorker::CallsCancelled)) => calls_end.cancel(),
+                    Some(Ok(FromWorker::Outcome { outcome, retire })) => {
+                        let _ = reply.send(*outcome);
+                        return !retire;
+                    }
+                    Some(Ok(FromWorker::Ready)) => {}
+                    Some(Err(e)) if !matches!(e, FrameError::Closed) => {
+                        let outcome = self.crashed(Some(e)).await;
+                        let _ = reply.send(outcome);
+                        return false;
+                    }
+                    Some(Err(_)) | None => {
+                        let outcome = self.crashed(None).await;
+                        let _ = reply.send(outcome);
+                        return false;
+                    }
+                },
+                () = stop.cancelled(), if stopped_at.is_none() => {
+                    self.send(&ToWorker::Cancel);
+                    stopped_at = Some(Instant::now());
+                }
+                _ = tick.tick() => {
+                    let overdue = match stopped_at {
+                        Some(at) => at.elapsed() > BACKSTOP,
+                        None => clock.running_time() > deadline + BACKSTOP,
+                    };
+                    if overdue {
+                        let _ = self.child.start_kill();
+                        let (status, name, what) = match stopped_at {
+                            Some(_) => (RunStatus::Cancelled, "Cancelled", "the run was cancelled".to_string()),
+                            None => (RunStatus::Timeout, "Timeout", format!("timeout after {} ms", deadline.as_millis())),
+                        };
+                        let message = format!(
+                            "{what}; the sandbox worker process did not answer {} ms after that, so it was killed and replaced; console output is lost",
+                            BACKSTOP.as_millis()
+                        );
+                        let _ = reply.send(RunOutcome::failed(status, RunError::new(name, message)));
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The outcome of a run whose worker died (or broke the protocol, and is killed for it).
+    async fn crashed(&mut self, broken: Option<FrameError>) -> RunOutcome {
+        if broken.is_some() {
+            let _ = self.child.start_kill();
+        }
+        let status = self.exit_status().await;
+        let how = match &broken {
+            Some(e) => format!("broke the protocol ({e}) and was killed"),
+            None => describe_exit(status),
+        };
+        let message = format!(
+            "the sandbox worker process {how} during the run{}; its console output is lost, and a fresh worker takes its place",
+            self.last_words()
+        );
+        RunOutcome::failed(RunStatus::Crashed, RunError::new("WorkerCrashed", message))
+    }
+
+    /// Wait (briefly) for the worker to exit, killing it if it does not, and for its stderr.
+    async fn exit_status(&mut self) -> Option<ExitStatus> {
+        let status = match tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                let _ = self.child.start_kill();
+                self.child.wait().await.ok()
+            }
+        };
+        if let Some(done) = self.stderr_done.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), done).await;
+        }
+        status
+    }
+
+    /// The last line the worker wrote to stderr (a panic message, an allocator's complaint).
+    fn last_words(&self) -> String {
+        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes);
+        text.lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty() && !line.starts_with("note:"))
+            .map(|line| format!("; its last words: {line}"))
+            .unwrap_or_default()
+    }
+
+    fn rss_bytes(&self) -> u64 {
+        self.child.id().map_or(0, rss_of)
+    }
+
+    /// Stop the worker (it holds nothing worth a graceful exit) and reap it in the background.
+    fn retire(mut self) {
+        let _ = self.child.start_kill();
+        tokio::spawn(async move {
+            let _ = self.child.wait().await;
+        });
+    }
+}
+
+fn read_frames(stdout: ChildStdout) -> mpsc::UnboundedReceiver<Result<FromWorker, FrameError>> {
+    let (frames, from) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stdout = BufReader::new(stdout);
+        loop {
+            let message = frame::read::<FromWorker>(&mut stdout).await;
+            let last = message.is_err();
+            if frames.send(message).is_err() || last {
+                return;
+            }
+        }
+    });
+    from
+}
+
+fn keep_tail(
+    mut stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+) -> oneshot::Receiver<()> {
+    let (done, finished) = oneshot::channel();
+    tokio::spawn(async move {
+        let mut buffer = [0u8; 1024];
+        while let Ok(n) = stderr.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+            tail.extend(&buffer[..n]);
+            let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+            tail.drain(..excess);
+        }
+        let _ = done.send(());
+    });
+    finished
+}
+
+/// Resident memory of process `pid`, from `/proc` (0 where unknown).
+pub(crate) fn rss_of(pid: u32) -> u64 {
+    let Ok(statm) = std::fs::read_to_string(format!("/proc/{pid}/statm")) else {
+        return 0;
+    };
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf with a constant name has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    pages * page
+}
+
+fn describe_exit(status: Option<ExitStatus>) -> String {
+    let Some(status) = status else {
+        return "ended in an unknown way".into();
+    };
+    if let Some(signal) = status.signal() {
+        return format!("was killed by signal {signal} ({})", signal_name(signal));
+    }
+    match status.code() {
+        Some(code) => format!("exited with code {code}"),
+        None => "ended in an unknown way".into(),
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => "signal",
+    }
+}

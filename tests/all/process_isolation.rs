@@ -1,0 +1,338 @@
+//! Process isolation: programs run in worker processes of the `codemode` binary, every tool
+//! call crosses back to the host's pipeline, and a worker that dies ends only its run
+//! (`crashed`) while a fresh one takes its place.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codemode::pipeline::{
+    ApprovalDecision, ApprovalRequest, Approver, HookDecision, HookError, pre_hook_fn,
+};
+use codemode::sandbox::{
+    Isolation, Limits, ProcessConfig, RunOptions, RunStatus, Sandbox, SandboxConfig, WORKER_ARG,
+};
+use codemode::{Harness, ToolDefinition};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{process_sandbox, short, worker_program};
+use crate::support::{echo_tool, registry};
+
+/// A sandbox whose workers are started through a link with a name of its own, so the test can
+/// find (and kill) exactly its workers.
+struct Watched {
+    sandbox: Sandbox,
+    program: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn watched(workers: usize, configure: impl FnOnce(&mut ProcessConfig)) -> Watched {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("codemode-worker-under-test");
+    std::os::unix::fs::symlink(worker_program(), &program).unwrap();
+    let mut process = ProcessConfig::with_program(&program);
+    configure(&mut process);
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers,
+        isolation: Isolation::Process(process),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    Watched {
+        sandbox,
+        program,
+        _dir: dir,
+    }
+}
+
+/// Pids of live worker processes started as `program`.
+fn workers_of(program: &Path) -> Vec<u32> {
+    let wanted = format!("{}\0{WORKER_ARG}", program.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let state = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // Zombies (state Z) are dead workers not reaped yet.
+            let zombie = state.rsplit(')').next()?.split_whitespace().next()? == "Z";
+            (String::from_utf8_lossy(&cmdline).starts_with(&wanted) && !zombie).then_some(pid)
+        })
+        .collect()
+}
+
+async fn wait_for_workers(program: &Path, count: usize) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let pids = workers_of(program);
+        if pids.len() >= count || started.elapsed() > Duration::from_secs(20) {
+            return pids;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_runs_in_a_worker_process_and_its_calls_reach_the_host_pipeline() {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let recorded = Arc::clone(&seen);
+    let tool = ToolDefinition::builder("remember")
+        .description("records its arguments in the host process")
+        .execute(move |args: Value, _exec| {
+            let recorded = Arc::clone(&recorded);
+            async move {
+                recorded.lock().unwrap().push(args.clone());
+                Ok(json!({ "pid": std::process::id(), "got": args }))
+            }
+        })
+        .build()
+        .unwrap();
+    let harness = Harness::builder()
+        .sandbox(process_sandbox().clone())
+        .inner(|pipeline| {
+            pipeline.pre_hook(pre_hook_fn("count", |call| {
+                if call.args.get("x") == Some(&json!(13)) {
+                    HookDecision::Deny {
+                        reason: "unlucky".into(),
+                    }
+                } else {
+                    HookDecision::Allow
+                }
+            }))
+        })
+        .build(registry([tool, echo_tool("echo")]))
+        .unwrap();
+    let outcome = harness
+        .run(
+            r#"
+            const a = await tools.remember({ x: 1 });
+            let denied;
+            try { await tools.remember({ x: 13 }); } catch (e) { denied = [e.code, e.details.by]; }
+            const [b, c] = await Promise.all([tools.remember({ x: 2 }), tools.echo({ text: "z" })]);
+            console.log("from the worker");
+            return { hostPid: a.pid, got: [a.got.x, b.got.x], denied, echoed: c };
+            "#,
+        )
+        .await
+        .unwrap();
+    let value = outcome
+        .value_json()
+        .unwrap_or_else(|| panic!("{}", outcome.to_json()));
+    // The tool body ran in the host process, not in the worker.
+    assert_eq!(value["hostPid"], json!(std::process::id()));
+    assert_eq!(value["got"], json!([1, 2]));
+    assert_eq!(value["denied"], json!(["DENIED", "hook"]));
+    assert_eq!(value["echoed"], json!({ "echo": "z" }));
+    assert_eq!(outcome.logs[0].text, "from the worker");
+    assert_eq!(outcome.stats.tool_calls, 4);
+    assert_eq!(seen.lock().unwrap().len(), 2, "the denied call never ran");
+}
+
+/// Approves after a delay longer than the run's deadline.
+struct SlowApprover;
+
+impl Approver for SlowApprover {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
+        async {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            Ok(ApprovalDecision::Approve)
+        }
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_wait_pauses_the_deadline_of_the_worker_process() {
+    let harness = Harness::builder()
+        .sandbox(process_sandbox().clone())
+        .limits(Limits::default().with_deadline(Duration::from_millis(300)))
+        .inner(|pipeline| {
+            pipeline
+                .pre_hook(pre_hook_fn("ask", |_call| HookDecision::Ask {
+                    reason: "every call".into(),
+                }))
+                .approver(SlowApprover)
+        })
+        .build(registry([echo_tool("echo")]))
+        .unwrap();
+    let outcome = harness
+        .run("return await tools.echo({ text: 'ok' })")
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!({"echo": "ok"})),
+        "{}",
+        outcome.to_json()
+    );
+    // Without the pause, the 300 ms deadline would have ended the run during the 600 ms wait.
+    let stalled = harness.run("while (true) {}").await.unwrap();
+    assert_eq!(stalled.status, RunStatus::Timeout, "{}", stalled.to_json());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_and_cancellation_hold_in_a_worker_process() {
+    let sandbox = process_sandbox();
+    let looped = sandbox
+        .run_with("while (true) {}", RunOptions::new(short(300)))
+        .await;
+    assert_eq!(looped.status, RunStatus::Timeout, "{}", looped.to_json());
+    let heap = Limits {
+        heap_bytes: 32 * codemode::sandbox::MIB,
+        ..Limits::default()
+    };
+    let bomb = sandbox
+        .run_with(
+            "const a = []; while (true) a.push(new Array(1e5).fill(1));",
+            RunOptions::new(heap),
+        )
+        .await;
+    assert_eq!(bomb.status, RunStatus::OutOfMemory, "{}", bomb.to_json());
+    let cancel = CancellationToken::new();
+    let stopper = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stopper.cancel();
+    });
+    let cancelled = sandbox
+        .run_with(
+            "await new Promise(r => setTimeout(r, 20000)); return 1",
+            RunOptions::new(Limits::default()).with_cancel(cancel),
+        )
+        .await;
+    assert_eq!(
+        cancelled.status,
+        RunStatus::Cancelled,
+        "{}",
+        cancelled.to_json()
+    );
+    let syntax = sandbox.run("return (").await;
+    assert_eq!(syntax.status, RunStatus::Error);
+    assert_eq!(syntax.error.unwrap().name, "SyntaxError");
+    assert_eq!(
+        sandbox.run("return 6 * 7").await.value_json(),
+        Some(json!(42))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_ends_its_run_as_crashed_and_the_next_run_succeeds() {
+    let under_test = watched(1, |_| {});
+    let sandbox = under_test.sandbox.clone();
+    let run = tokio::spawn(async move {
+        sandbox
+            .run("console.log('about to wait'); await new Promise(r => setTimeout(r, 20000)); return 1")
+            .await
+    });
+    let pids = wait_for_workers(&under_test.program, 1).await;
+    assert_eq!(pids.len(), 1, "one worker process: {pids:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: a signal to a child process this test started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    let outcome = run.await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Crashed, "{}", outcome.to_json());
+    let error = outcome.error.unwrap();
+    assert_eq!(error.name, "WorkerCrashed");
+    assert!(
+        error.message.contains("killed by signal 9 (SIGKILL)"),
+        "{}",
+        error.message
+    );
+    let next = under_test.sandbox.run("return 'still serving'").await;
+    assert_eq!(
+        next.value_json(),
+        Some(json!("still serving")),
+        "{}",
+        next.to_json()
+    );
+    let replacement = workers_of(&under_test.program);
+    assert!(
+        !replacement.contains(&pids[0]),
+        "the dead worker was replaced: {replacement:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_faults_says_how_it_died() {
+    let under_test = watched(1, |_| {});
+    let sandbox = under_test.sandbox.clone();
+    let run = tokio::spawn(async move {
+        sandbox
+            .run("await new Promise(r => setTimeout(r, 20000))")
+            .await
+    });
+    let pids = wait_for_workers(&under_test.program, 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: a signal to a child process this test started.
+    // (A SIGSEGV sent with kill is survived: Rust's stack-overflow handler ignores faults
+    // that are not in a guard page. An abort is what a failed engine assertion does.)
+    unsafe { libc::kill(pids[0] as i32, libc::SIGABRT) };
+    let outcome = run.await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Crashed, "{}", outcome.to_json());
+    assert!(
+        outcome
+            .error
+            .unwrap()
+            .message
+            .contains("signal 6 (SIGABRT)"),
+        "the signal is named"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_are_recycled_after_their_runs() {
+    let under_test = watched(1, |process| process.runs_per_worker = 2);
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..6 {
+        seen.extend(wait_for_workers(&under_test.program, 1).await);
+        let outcome = under_test.sandbox.run(&format!("return {i}")).await;
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!(i)),
+            "{}",
+            outcome.to_json()
+        );
+    }
+    assert!(
+        seen.len() >= 3,
+        "6 runs at 2 runs per worker take at least 3 workers: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_that_is_not_a_worker_is_reported_clearly() {
+    let missing = Sandbox::new(SandboxConfig {
+        workers: 1,
+        isolation: Isolation::Process(ProcessConfig::with_program("/nonexistent/codemode")),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let outcome = missing.run("return 1").await;
+    assert_eq!(outcome.status, RunStatus::Error);
+    let message = outcome.error.unwrap().message;
+    assert!(
+        message.contains("cannot start the sandbox worker process `/nonexistent/codemode`"),
+        "{message}"
+    );
+    let not_a_worker = Sandbox::new(SandboxConfig {
+        workers: 1,
+        isolation: Isolation::Process(ProcessConfig::with_program("/bin/true")),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let outcome = not_a_worker.run("return 1").await;
+    assert_eq!(outcome.status, RunStatus::Error);
+    let message = outcome.error.unwrap().message;
+    assert!(
+        message.contains("did not complete its handshake")
+            && message.contains("serve_worker_if_requested"),
+        "{message}"
+    );
+}
