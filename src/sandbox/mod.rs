@@ -50,7 +50,10 @@ pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 pub use outcome::{
     LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
-pub use process::{Isolation, ProcessConfig, WORKER_ARG, serve_worker, serve_worker_if_requested};
+pub use process::{
+    Confinement, Isolation, ProcessConfig, WORKER_ARG, probe_confinement, serve_worker,
+    serve_worker_if_requested,
+};
 pub use report::{render, status_line};
 pub use transpile::{SyntaxError, Transpiled, transpile};
 pub(crate) use watchdog::{RunControl, StopReason};
@@ -202,6 +205,7 @@ impl Sandbox {
                     worker_stack_bytes: config.worker_stack_bytes,
                     isolates_per_thread: config.isolates_per_thread,
                     address_space_bytes: process.address_space_bytes,
+                    probe: false,
                 };
                 Backend::Processes(process::ProcessPool::start(
                     config.workers.max(1),

@@ -336,3 +336,67 @@ async fn a_program_that_is_not_a_worker_is_reported_clearly() {
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cannot_open_files_make_sockets_or_start_programs() {
+    let config = ProcessConfig::with_program(worker_program());
+    let confinement = codemode::sandbox::probe_confinement(&config, Limits::default().heap_bytes)
+        .await
+        .unwrap();
+    eprintln!("{confinement:?}");
+    assert!(confinement.no_new_privs, "{confinement:?}");
+    assert!(confinement.seccomp, "{confinement:?}");
+    assert!(confinement.open.starts_with("refused"), "{confinement:?}");
+    assert!(confinement.socket.starts_with("refused"), "{confinement:?}");
+    assert!(confinement.exec.starts_with("refused"), "{confinement:?}");
+    assert_eq!(confinement.address_space_bytes, config.address_space_bytes);
+    // And a worker so confined still runs programs, timers and tool calls.
+    let outcome = process_sandbox()
+        .run("await new Promise(r => setTimeout(r, 5)); return [new Date(0).getTime(), Math.max(1, 2)]")
+        .await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([0, 2])),
+        "{}",
+        outcome.to_json()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_one_run_never_cancels_the_calls_of_the_next() {
+    let under_test = watched(1, |_| {});
+    let slow = ToolDefinition::builder("slow")
+        .description("takes its time")
+        .execute(|_args: Value, _exec| async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Ok(json!("slow"))
+        })
+        .build()
+        .unwrap();
+    let harness = Harness::builder()
+        .sandbox(under_test.sandbox.clone())
+        .build(registry([slow, echo_tool("echo")]))
+        .unwrap();
+    for round in 0..5 {
+        // Ends with a call in flight (the host cancels it as the run ends), or with all its
+        // calls answered: either way, its end is told to the host, and that notice must not
+        // reach the next run, even when the worker sends it late.
+        let code = if round % 2 == 0 {
+            "tools.slow({}).catch(() => {}); return 1"
+        } else {
+            "await tools.echo({ text: 'x' }); return 1"
+        };
+        let first = harness.run(code).await.unwrap();
+        assert_eq!(first.value_json(), Some(json!(1)), "{}", first.to_json());
+        let second = harness
+            .run("return await tools.echo({ text: 'next' })")
+            .await
+            .unwrap();
+        assert_eq!(
+            second.value_json(),
+            Some(json!({"echo": "next"})),
+            "round {round}: {}",
+            second.to_json()
+        );
+    }
+}

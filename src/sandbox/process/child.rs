@@ -60,7 +60,7 @@ pub fn serve_worker() -> i32 {
         Ok(ToWorker::Hello(setup)) => setup,
         _ => return EXIT_PROTOCOL,
     };
-    super::harden::apply(&setup);
+    let mut confinement = super::harden::apply(&setup);
     let sandbox = match Sandbox::new(sandbox_config(&setup)) {
         Ok(sandbox) => sandbox,
         Err(e) => {
@@ -81,7 +81,10 @@ pub fn serve_worker() -> i32 {
             }
         }
     });
-    let _ = out_tx.send(frame::encode(&FromWorker::Ready));
+    if setup.probe {
+        super::harden::probe(&mut confinement);
+    }
+    let _ = out_tx.send(frame::encode(&FromWorker::Ready(confinement)));
     let (in_tx, in_rx) = mpsc::unbounded_channel::<ToWorker>();
     std::thread::spawn(move || {
         loop {
@@ -138,17 +141,19 @@ async fn serve(
 ) {
     let waiting = Waiting::default();
     let next_id = Arc::new(AtomicU64::new(1));
-    let mut current = CancellationToken::new();
+    let mut current = (0, CancellationToken::new());
     while let Some(message) = incoming.recv().await {
         match message {
             ToWorker::Run {
+                run,
                 source,
                 limits,
                 paths,
                 run_id,
             } => {
-                current = CancellationToken::new();
+                current = (run, CancellationToken::new());
                 let host = Arc::new(RelayHost {
+                    run,
                     paths,
                     waiting: Arc::clone(&waiting),
                     next_id: Arc::clone(&next_id),
@@ -156,7 +161,7 @@ async fn serve(
                     watching_end: AtomicBool::new(false),
                 });
                 let options = RunOptions::new(limits)
-                    .with_cancel(current.clone())
+                    .with_cancel(current.1.clone())
                     .with_tools(host)
                     .with_run_id(run_id);
                 let sandbox = sandbox.clone();
@@ -186,12 +191,16 @@ async fn serve(
                     deadline.resume();
                 }
             }
-            ToWorker::Cancel => current.cancel(),
+            ToWorker::Cancel { run } => {
+                if run == current.0 {
+                    current.1.cancel();
+                }
+            }
             ToWorker::Hello(_) => {}
         }
     }
     // The host closed the pipe: stop whatever runs and leave.
-    current.cancel();
+    current.1.cancel();
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -200,6 +209,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The run's tools as the worker sees them: each call is a frame to the host.
 struct RelayHost {
+    run: u64,
     paths: Vec<String>,
     waiting: Waiting,
     next_id: Arc<AtomicU64>,
@@ -227,16 +237,10 @@ impl ToolHost for RelayHost {
         if !self.watching_end.swap(true, Ordering::SeqCst) {
             // The run's token fires when the run ends: calls still waiting are the host's to
             // cancel (the run's end waits for them, as it does in the host's own process).
-            let (end, out, waiting) = (
-                request.cancel.clone(),
-                self.out.clone(),
-                Arc::clone(&self.waiting),
-            );
+            let (end, out, run) = (request.cancel.clone(), self.out.clone(), self.run);
             tokio::spawn(async move {
                 end.cancelled().await;
-                if !lock(&waiting).is_empty() {
-                    let _ = out.send(frame::encode(&FromWorker::CallsCancelled));
-                }
+                let _ = out.send(frame::encode(&FromWorker::CallsCancelled { run }));
             });
         }
         Box::pin(async move {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::harden::Confinement;
 use crate::call::{CallError, Limits};
 use crate::sandbox::{RunOutcome, ToolReply};
 
@@ -20,8 +21,10 @@ pub(crate) const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
 pub(crate) enum ToWorker {
     /// First frame: how to set the worker up. The worker answers [`FromWorker::Ready`].
     Hello(WorkerSetup),
-    /// Run one program (a worker runs one at a time).
+    /// Run one program (a worker runs one at a time). `run` numbers the runs of one worker, so
+    /// a late frame about an earlier run is never taken for the current one.
     Run {
+        run: u64,
         source: String,
         limits: Limits,
         paths: Vec<String>,
@@ -36,8 +39,8 @@ pub(crate) enum ToWorker {
     Pause { id: u64 },
     /// Undo one [`ToWorker::Pause`].
     Resume { id: u64 },
-    /// Stop the current run (status `cancelled`).
-    Cancel,
+    /// Stop run `run` (status `cancelled`).
+    Cancel { run: u64 },
 }
 
 /// How a worker process sets itself up before it runs any program.
@@ -48,13 +51,16 @@ pub(crate) struct WorkerSetup {
     pub isolates_per_thread: usize,
     /// `RLIMIT_AS` of the worker: past it, allocations fail and the worker dies (`crashed`).
     pub address_space_bytes: Option<u64>,
+    /// Try what the confinement must refuse and report it in [`FromWorker::Ready`].
+    #[serde(default)]
+    pub probe: bool,
 }
 
 /// Worker to host.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum FromWorker {
-    /// The worker is set up and takes programs.
-    Ready,
+    /// The worker is set up and takes programs; how it is confined.
+    Ready(Confinement),
     /// The program called a tool; the host answers with [`ToWorker::Reply`] `id`.
     Call {
         id: u64,
@@ -63,8 +69,8 @@ pub(crate) enum FromWorker {
         unconvertible: Option<String>,
         seq: u64,
     },
-    /// The run ended with calls in flight: the host cancels them (the run's token).
-    CallsCancelled,
+    /// Run `run` ended: the host cancels its calls still in flight (the run's token).
+    CallsCancelled { run: u64 },
     /// The run's outcome. `retire`: the worker gave up a stuck engine thread and must be
     /// replaced.
     Outcome {

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 
 pub use child::{WORKER_ARG, serve_worker, serve_worker_if_requested};
 pub(crate) use frame::WorkerSetup;
+pub use harden::Confinement;
+pub use parent::probe_confinement;
 pub(crate) use parent::{ProcessJob, ProcessPool};
 
 use crate::call::MIB;

@@ -19,6 +19,7 @@ use super::ProcessConfig;
 use super::child::WORKER_ARG;
 use super::clock::{RemoteClock, RunClock};
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
+use super::harden::Confinement;
 use crate::call::{CallError, ErrorKind, Limits};
 use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
 use crate::sandbox::watchdog::STUCK_GRACE;
@@ -166,6 +167,7 @@ struct WorkerProcess {
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_done: Option<oneshot::Receiver<()>>,
     runs: usize,
+    confinement: Confinement,
 }
 
 impl WorkerProcess {
@@ -208,10 +210,14 @@ impl WorkerProcess {
             stderr: tail,
             stderr_done: Some(stderr_done),
             runs: 0,
+            confinement: Confinement::default(),
         };
         worker.send(&ToWorker::Hello(setup.clone()));
         match tokio::time::timeout(HANDSHAKE_LIMIT, worker.from.recv()).await {
-            Ok(Some(Ok(FromWorker::Ready))) => Ok(worker),
+            Ok(Some(Ok(FromWorker::Ready(confinement)))) => {
+                worker.confinement = confinement;
+                Ok(worker)
+            }
             Ok(other) => {
                 let why = match other {
                     Some(Err(e)) => e.to_string(),
@@ -252,8 +258,10 @@ impl WorkerProcess {
             None => (Vec::new(), new_run_id()),
         };
         self.runs += 1;
+        let run = self.runs as u64;
         let deadline = limits.deadline;
         self.send(&ToWorker::Run {
+            run,
             source,
             limits,
             paths,
@@ -296,12 +304,16 @@ impl WorkerProcess {
                             let _ = answer.send(frame::encode(&ToWorker::Reply { id, result }));
                         });
                     }
-                    Some(Ok(FromWorker::CallsCancelled)) => calls_end.cancel(),
+                    Some(Ok(FromWorker::CallsCancelled { run: ended })) => {
+                        if ended == run {
+                            calls_end.cancel();
+                        }
+                    }
                     Some(Ok(FromWorker::Outcome { outcome, retire })) => {
                         let _ = reply.send(*outcome);
                         return !retire;
                     }
-                    Some(Ok(FromWorker::Ready)) => {}
+                    Some(Ok(FromWorker::Ready(_))) => {}
                     Some(Err(e)) if !matches!(e, FrameError::Closed) => {
                         let outcome = self.crashed(Some(e)).await;
                         let _ = reply.send(outcome);
@@ -314,7 +326,7 @@ impl WorkerProcess {
                     }
                 },
                 () = stop.cancelled(), if stopped_at.is_none() => {
-                    self.send(&ToWorker::Cancel);
+                    self.send(&ToWorker::Cancel { run });
                     stopped_at = Some(Instant::now());
                 }
                 _ = tick.tick() => {
@@ -431,6 +443,28 @@ fn keep_tail(
         let _ = done.send(());
     });
     finished
+}
+
+/// Start one worker of `program` that tries what its confinement must refuse, and report what
+/// it met. The worker is then stopped.
+///
+/// # Errors
+/// The worker could not be started or did not complete its handshake.
+pub async fn probe_confinement(
+    config: &ProcessConfig,
+    heap_bytes: usize,
+) -> Result<Confinement, String> {
+    let setup = WorkerSetup {
+        heap_bytes,
+        worker_stack_bytes: 16 * crate::call::MIB,
+        isolates_per_thread: 1,
+        address_space_bytes: config.address_space_bytes,
+        probe: true,
+    };
+    let worker = WorkerProcess::start(&setup, config).await?;
+    let confinement = worker.confinement.clone();
+    worker.retire();
+    Ok(confinement)
 }
 
 /// Resident memory of process `pid`, from `/proc` (0 where unknown).
