@@ -2,7 +2,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: setup build demo test check-v8 lint bench fuzz
+.PHONY: setup build demo test check-v8 lint bench fuzz soak
 
 # Install what the offline QuickJS build needs (cmake, simde headers) and the test tools.
 setup:
@@ -34,3 +34,28 @@ bench: setup
 # The property tests with many more cases than CI runs (tests/all/fuzz_props.rs).
 fuzz: setup
 	CODEMODE_FUZZ_CASES=2000 cargo test --release --test all fuzz_props
+
+# The long soak of `codemode mcp` (release build): 10,000 sequential `return 1` runs in each
+# isolation mode, RSS sampled and printed as a table, then 1,000 concurrent requests. Thread mode
+# grows with the engine's per-isolate leak (docs/LIFECYCLE.md), so only process mode is held to
+# the 64 MB bound. SOAK_RUNS changes the count.
+SOAK_RUNS ?= 10000
+soak: setup
+	cargo build --release
+	bash scripts/install-mcp-test-deps.sh >/dev/null
+	@work=$$(mktemp -d); \
+	for isolation in process thread; do \
+	  rm -rf $$work/*; \
+	  if [ $$isolation = thread ]; then bound=1000000; else bound=64; fi; \
+	  CODEMODE_SOAK_RUNS=$(SOAK_RUNS) CODEMODE_SOAK_ISOLATION=$$isolation CODEMODE_SOAK_MAX_GROWTH_MB=$$bound \
+	  CODEMODE_SCENARIO_TIMEOUT_S=3600 target/mcp-deps/venv/bin/python tests/mcp/client_e2e.py soak \
+	    $$PWD/target/release/codemode $$PWD/target/mcp-deps $$work || exit 1; \
+	done; \
+	for isolation in process thread; do \
+	  rm -rf $$work/*; \
+	  if [ $$isolation = thread ]; then bound=1000000; else bound=300; fi; \
+	  CODEMODE_LOAD_ISOLATION=$$isolation CODEMODE_LOAD_MAX_RSS_MB=$$bound CODEMODE_SCENARIO_TIMEOUT_S=3600 \
+	  target/mcp-deps/venv/bin/python tests/mcp/client_e2e.py load \
+	    $$PWD/target/release/codemode $$PWD/target/mcp-deps $$work || exit 1; \
+	done; \
+	rm -rf $$work

@@ -6,6 +6,7 @@
 //!
 //! Modes:
 //! - `bare`: an engine isolate and one context, created and dropped (the facade alone);
+//! - `template`: the same, plus one function template whose data is an object of the context;
 //! - `runtime`: a deno_core `JsRuntime` with no extensions, created and dropped;
 //! - `thread`: `return 1` runs on a one-worker sandbox with engine threads;
 //! - `process`: the same on worker processes (`WORKER`: the worker program, default
@@ -37,17 +38,30 @@ fn main() {
     };
     println!("start rss {} kB", rss_kb(std::process::id()));
     match mode.as_str() {
-        "bare" | "runtime" => {
+        "bare" | "template" | "runtime" => {
             let mut done = 0;
             while done < cycles {
                 let batch = per_thread.min(cycles - done);
-                let bare = mode == "bare";
+                let mode = mode.clone();
                 std::thread::spawn(move || {
                     for _ in 0..batch {
-                        if bare {
+                        if mode != "runtime" {
                             let mut isolate = v8::Isolate::new(Default::default());
                             v8::scope!(let scope, &mut isolate);
-                            let _context = v8::Context::new(scope, Default::default());
+                            let context = v8::Context::new(scope, Default::default());
+                            if mode == "template" {
+                                // One function template whose data is an object of the context.
+                                let scope = &mut v8::ContextScope::new(scope, context);
+                                let data = v8::Object::new(scope);
+                                let template = v8::FunctionTemplate::builder(
+                                    |_: &mut v8::PinScope,
+                                     _: v8::FunctionCallbackArguments,
+                                     _: v8::ReturnValue| {},
+                                )
+                                .data(data.into())
+                                .build(scope);
+                                let _function = template.get_function(scope);
+                            }
                         } else {
                             drop(JsRuntime::new(RuntimeOptions::default()));
                         }

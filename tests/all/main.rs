@@ -21,6 +21,7 @@ mod hostile_corpus;
 mod import;
 mod isolation;
 mod layering;
+mod lifecycle;
 mod limits;
 mod mcp_e2e;
 mod pipeline;

@@ -88,6 +88,11 @@ fn deps_or_skip(test: &str) -> Option<PathBuf> {
 
 /// Run one scenario of the Python driver against the codemode binary.
 fn scenario(name: &str) {
+    scenario_with(name, &[]);
+}
+
+/// Run one scenario with extra environment for the driver.
+fn scenario_with(name: &str, env: &[(&str, &str)]) {
     let Some(deps) = deps_or_skip(name) else {
         return;
     };
@@ -100,6 +105,7 @@ fn scenario(name: &str) {
         .arg(env!("CARGO_BIN_EXE_codemode"))
         .arg(&deps)
         .arg(work.path())
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -190,6 +196,36 @@ fn fixture_upstream(deps: &std::path::Path, namespace: &str, mode: &str) -> Stri
         deps.join("venv/bin/python").display(),
         project_root().join("tests/mcp/fixture_server.py").display()
     )
+}
+
+#[test]
+fn a_killed_worker_process_ends_its_run_as_crashed_and_the_server_keeps_serving() {
+    scenario("crashed_worker");
+}
+
+#[test]
+fn two_thousand_sequential_runs_do_not_grow_the_server_in_process_mode() {
+    // The bounded soak (`make soak` runs 10,000 in both modes).
+    scenario_with(
+        "soak",
+        &[
+            ("CODEMODE_SOAK_RUNS", "2000"),
+            ("CODEMODE_SOAK_MAX_GROWTH_MB", "64"),
+            ("CODEMODE_SCENARIO_TIMEOUT_S", "600"),
+        ],
+    );
+}
+
+#[test]
+fn a_thousand_concurrent_requests_queue_without_growing_the_server() {
+    scenario_with(
+        "load",
+        &[
+            ("CODEMODE_LOAD_REQUESTS", "1000"),
+            ("CODEMODE_LOAD_MAX_RSS_MB", "300"),
+            ("CODEMODE_SCENARIO_TIMEOUT_S", "600"),
+        ],
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -319,7 +320,176 @@ async def mrtr_retry_rules():
         check(not os.path.exists(os.path.join(WORK, "manual.txt")), "the refused write happened")
 
 
+def workers_of_server(work):
+    """Pids of the sandbox worker processes of the codemode server serving WORK."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{fields[1]}/cmdline", "rb") as f:
+                parent = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"__codemode-sandbox-worker" in cmdline and fields[0] != "Z" and work.encode() in parent:
+            pids.append(int(entry))
+    return pids
+
+
+async def crashed_worker():
+    """A sandbox worker process killed mid-run ends that run as `crashed` (with the signal), the
+    session log records it, and the server answers the next request."""
+    log = os.path.join(WORK, "session.jsonl")
+    flags = ["--root", WORK, "--workers", "1", "--session-log", log]
+    async with Client(server(*flags)) as client:
+        _, outcome = await run_code(client, "return 'warm'")
+        check(outcome["value"] == "warm", f"{outcome}")
+        pending = asyncio.create_task(run_code(
+            client, "console.log('waiting'); await new Promise(r => setTimeout(r, 30000)); return 1"))
+        pids = []
+        for _ in range(100):
+            await anyio.sleep(0.1)
+            pids = workers_of_server(WORK)
+            if pids:
+                break
+        check(len(pids) == 1, f"one worker process of the server: {pids}")
+        await anyio.sleep(0.5)
+        os.kill(pids[0], 9)
+        result, outcome = await pending
+        check(outcome["status"] == "crashed", f"{outcome}")
+        check("killed by signal 9 (SIGKILL)" in outcome["error"]["message"], f"{outcome}")
+        check(result.is_error, f"a crashed run is an error result: {result}")
+        _, outcome = await run_code(client, "return 40 + 2")
+        check(outcome["value"] == 42, f"the server serves the next request: {outcome}")
+    await anyio.sleep(0.5)
+    with open(log) as f:
+        statuses = [json.loads(line).get("value", {}).get("status") for line in f if line.strip()]
+    check("crashed" in statuses, f"the session log has the crashed run: {statuses}")
+
+
+def rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def server_pid(work):
+    """The pid of the codemode server serving WORK (the one whose arguments name it)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(cmdline) > 2 and cmdline[1] == b"mcp" and any(work.encode() in a for a in cmdline):
+            return int(entry)
+    raise AssertionError(f"no codemode server serves {work}")
+
+
+def env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
+async def soak():
+    """Sequential `return 1` runs through one session (CODEMODE_SOAK_RUNS, default 2000) with
+    --isolation CODEMODE_SOAK_ISOLATION (default process): every answer right, one session-log
+    record each, and the server's RSS at most CODEMODE_SOAK_MAX_GROWTH_MB (default 64) above its
+    start. Prints a table of RSS samples (server, and its workers together)."""
+    runs = env_int("CODEMODE_SOAK_RUNS", 2000)
+    isolation = os.environ.get("CODEMODE_SOAK_ISOLATION", "process")
+    max_growth = env_int("CODEMODE_SOAK_MAX_GROWTH_MB", 64)
+    log = os.path.join(WORK, "session.jsonl")
+    flags = ["--root", WORK, "--isolation", isolation, "--session-log", log]
+    async with Client(server(*flags)) as client:
+        _, outcome = await run_code(client, "return 0")
+        pid = server_pid(WORK)
+        start = rss_mb(pid)
+        print(f"| runs | server RSS MB | workers RSS MB | ms/run |  ({isolation} isolation)")
+        print("|---:|---:|---:|---:|")
+        began = time.monotonic()
+        peak = start
+        for i in range(1, runs + 1):
+            _, outcome = await run_code(client, f"return {i}")
+            check(outcome["value"] == i, f"run {i}: {outcome}")
+            if i % max(1, runs // 10) == 0 or i == runs:
+                now = rss_mb(pid)
+                peak = max(peak, now)
+                workers = sum(rss_mb(w) for w in workers_of_server(WORK))
+                per_run = (time.monotonic() - began) * 1000 / i
+                print(f"| {i} | {now:.1f} | {workers:.1f} | {per_run:.2f} |", flush=True)
+        growth = peak - start
+        print(f"server RSS: start {start:.1f} MB, peak {peak:.1f} MB, growth {growth:.1f} MB")
+        check(growth <= max_growth, f"the server grew {growth:.1f} MB over {runs} runs (limit {max_growth})")
+    await anyio.sleep(0.3)
+    with open(log) as f:
+        records = sum(1 for line in f if line.strip())
+    check(records == runs + 1, f"{records} session-log records for {runs + 1} runs")
+
+
+async def load():
+    """CODEMODE_LOAD_REQUESTS (default 1000) concurrent run_code requests, each grepping and
+    reading 8 files through the built-ins: all answered correctly, one durable session-log record
+    each, and the server's peak RSS at most CODEMODE_LOAD_MAX_RSS_MB (default 300)."""
+    requests = env_int("CODEMODE_LOAD_REQUESTS", 1000)
+    max_rss = env_int("CODEMODE_LOAD_MAX_RSS_MB", 300)
+    isolation = os.environ.get("CODEMODE_LOAD_ISOLATION", "process")
+    corpus = os.path.join(WORK, "corpus")
+    os.makedirs(corpus, exist_ok=True)
+    for i in range(8):
+        with open(os.path.join(corpus, f"file{i}.txt"), "w") as f:
+            f.write(f"line one of {i}\nthe needle {i}\n" + "filler\n" * 200)
+    log = os.path.join(WORK, "session.jsonl")
+    flags = ["--root", corpus, "--isolation", isolation, "--session-log", log]
+    program = """
+const hits = await tools.grep({ pattern: "needle" });
+const texts = await Promise.all(hits.matches.map(m => tools.read_file({ path: m.path })));
+return { hits: hits.matches.length, lines: texts.map(t => t.content.split("\\n").length) };
+"""
+    async with Client(server(*flags)) as client:
+        pid = server_pid(WORK)
+        start = rss_mb(pid)
+        peak = start
+        done = False
+
+        async def sample():
+            nonlocal peak
+            while not done:
+                peak = max(peak, rss_mb(pid))
+                await anyio.sleep(0.05)
+
+        sampler = asyncio.create_task(sample())
+        began = time.monotonic()
+        results = await asyncio.gather(*(run_code(client, program) for _ in range(requests)))
+        elapsed = time.monotonic() - began
+        done = True
+        await sampler
+        for _, outcome in results:
+            check(outcome["status"] == "ok", f"{outcome}")
+            check(outcome["value"]["hits"] == 8 and len(outcome["value"]["lines"]) == 8, f"{outcome}")
+        print(f"{requests} concurrent requests ({isolation}): {elapsed:.1f} s, "
+              f"{requests / elapsed:.0f} runs/s; server RSS start {start:.1f} MB, peak {peak:.1f} MB")
+        check(peak <= max_rss, f"server peak RSS {peak:.1f} MB over {max_rss} MB")
+    await anyio.sleep(0.3)
+    with open(log) as f:
+        records = sum(1 for line in f if line.strip())
+    check(records == requests, f"{records} session-log records for {requests} runs")
+
+
 SCENARIOS = {
+    "soak": soak,
+    "load": load,
+    "crashed_worker": crashed_worker,
     "mrtr_retry_rules": mrtr_retry_rules,
     "discovery": discovery,
     "list_changed": list_changed,
@@ -336,7 +506,7 @@ SCENARIOS = {
 }
 
 async def main():
-    with anyio.fail_after(90):
+    with anyio.fail_after(env_int("CODEMODE_SCENARIO_TIMEOUT_S", 90)):
         await SCENARIOS[SCENARIO]()
 
 
