@@ -10,7 +10,8 @@
 //! - `runtime`: a deno_core `JsRuntime` with no extensions, created and dropped;
 //! - `thread`: `return 1` runs on a one-worker sandbox with engine threads;
 //! - `process`: the same on worker processes (`WORKER`: the worker program, default
-//!   `target/release/codemode`).
+//!   `target/release/codemode`; `RUNS_PER_WORKER`: recycle after that many runs, whatever the
+//!   worker's RSS).
 //!
 //! Every 100 cycles it prints this process's RSS, its children's, and the mean time per cycle.
 //! `PER_THREAD` (default 64) is the number of isolates a thread builds before a fresh thread
@@ -83,7 +84,15 @@ fn main() {
             };
             if mode == "process" {
                 let worker = std::env::var("WORKER").unwrap_or("target/release/codemode".into());
-                config.isolation = Isolation::Process(ProcessConfig::with_program(worker));
+                let mut process = ProcessConfig::with_program(worker);
+                if let Some(runs) = std::env::var("RUNS_PER_WORKER")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                {
+                    process.runs_per_worker = runs;
+                    process.rss_ceiling_bytes = u64::MAX;
+                }
+                config.isolation = Isolation::Process(process);
             }
             let sandbox = Sandbox::new(config).expect("sandbox starts");
             let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,9 +1,9 @@
 //! A pre-initialised isolate: deno_core runtime + our ops + the glue of `runtime-js/`, with the
 //! heap limit wired to the run's control. Building one is the cold-start cost the pool hides.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use deno_core::{JsRuntime, RuntimeOptions, v8};
+use deno_core::{JsRuntime, JsRuntimeForSnapshot, RuntimeOptions, v8};
 use serde::Deserialize;
 
 use super::ops;
@@ -68,16 +68,87 @@ pub(crate) struct Engine {
 /// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
 const UNWIND_HEADROOM: usize = 32 * 1024 * 1024;
 
+/// The glue a startup snapshot holds: all of it but the last script, which shapes the global
+/// object (the facade's snapshot writer cannot serialize a global whose deno_core globals were
+/// deleted), sets the unhandled-rejection handler (runtime state a snapshot does not carry) and
+/// reports; it runs on every isolate after the restore.
+const SNAPSHOT_GLUE: &[(&str, &str)] = GLUE.split_at(GLUE.len() - 1).0;
+const SHAPE_GLUE: (&str, &str) = GLUE[GLUE.len() - 1];
+
+static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+
+/// What a startup snapshot is valid for: this crate's version, its engine and its glue. A worker
+/// process takes its host's snapshot only when their fingerprints agree.
+pub(crate) fn snapshot_fingerprint() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, source) in GLUE {
+        for byte in name.bytes().chain(source.bytes()) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    let engine = if cfg!(feature = "v8") {
+        "v8"
+    } else {
+        "quickjs"
+    };
+    format!("{}-{engine}-{hash:016x}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Use `bytes` (made by a process of the same fingerprint) as this process's startup snapshot,
+/// unless it already has one.
+pub(crate) fn adopt_startup_snapshot(bytes: Vec<u8>) {
+    let _ = SNAPSHOT.set(Ok(&*Box::leak(bytes.into_boxed_slice())));
+}
+
+/// The process's startup snapshot: built once, on first use (or handed over by the host, for a
+/// worker process), then shared by every isolate. `Err` when the engine cannot make one;
+/// isolates then run the whole glue instead. Needs a thread with a stack of a few MiB.
+pub(crate) fn startup_snapshot() -> Result<&'static [u8], String> {
+    SNAPSHOT
+        .get_or_init(|| {
+            let built = std::panic::catch_unwind(|| {
+                let mut runtime = JsRuntimeForSnapshot::new(RuntimeOptions {
+                    extensions: vec![ops::codemode_sandbox::init()],
+                    ..RuntimeOptions::default()
+                });
+                for (name, source) in SNAPSHOT_GLUE {
+                    runtime
+                        .execute_script(*name, *source)
+                        .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
+                }
+                Ok::<_, String>(runtime.snapshot())
+            })
+            .unwrap_or_else(|_| Err("the engine panicked while making it".into()));
+            match built {
+                Ok(bytes) => Ok(&*Box::leak(bytes)),
+                Err(e) => {
+                    tracing::warn!("no startup snapshot, isolates run the whole glue: {e}");
+                    Err(e)
+                }
+            }
+        })
+        .clone()
+}
+
 impl Engine {
+    /// An isolate restored from the process's startup snapshot (built on first use), shaped
+    /// by the last glue script; the whole glue runs instead where no snapshot can be made.
     pub(crate) fn new(heap_bytes: usize) -> Result<Engine, String> {
+        let snapshot = startup_snapshot().ok();
         let params = v8::CreateParams::default().heap_limits(0, heap_bytes);
         let mut runtime = JsRuntime::new(RuntimeOptions {
             extensions: vec![ops::codemode_sandbox::init()],
             create_params: Some(params),
+            startup_snapshot: snapshot,
             ..RuntimeOptions::default()
         });
+        let scripts = if snapshot.is_some() {
+            std::slice::from_ref(&SHAPE_GLUE)
+        } else {
+            GLUE
+        };
         let mut completion = None;
-        for (name, source) in GLUE {
+        for (name, source) in scripts {
             let value = runtime
                 .execute_script(*name, *source)
                 .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;

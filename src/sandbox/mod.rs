@@ -206,6 +206,7 @@ impl Sandbox {
                     isolates_per_thread: config.isolates_per_thread,
                     address_space_bytes: process.address_space_bytes,
                     probe: false,
+                    snapshot: None,
                 };
                 Backend::Processes(process::ProcessPool::start(
                     config.workers.max(1),

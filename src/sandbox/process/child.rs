@@ -60,7 +60,17 @@ pub fn serve_worker() -> i32 {
         Ok(ToWorker::Hello(setup)) => setup,
         _ => return EXIT_PROTOCOL,
     };
-    let mut confinement = super::harden::apply(&setup);
+    if let Some(fingerprint) = &setup.snapshot {
+        let Ok(bytes) = frame::read_raw_blocking(&mut input) else {
+            return EXIT_PROTOCOL;
+        };
+        // The host's snapshot saves this worker making its own (most of a fresh worker's
+        // start); one from another build would not fit this binary's ops.
+        if *fingerprint == crate::sandbox::engine::snapshot_fingerprint() {
+            crate::sandbox::engine::adopt_startup_snapshot(bytes);
+        }
+    }
+    let mut confinement = super::harden::apply(setup.address_space_bytes);
     let sandbox = match Sandbox::new(sandbox_config(&setup)) {
         Ok(sandbox) => sandbox,
         Err(e) => {

@@ -54,6 +54,11 @@ pub(crate) struct WorkerSetup {
     /// Try what the confinement must refuse and report it in [`FromWorker::Ready`].
     #[serde(default)]
     pub probe: bool,
+    /// The fingerprint of the host's startup snapshot, which follows this frame as one raw
+    /// frame; `None`: no snapshot follows. The worker uses it only when its own fingerprint is
+    /// the same (the same build), and makes its own otherwise.
+    #[serde(default)]
+    pub snapshot: Option<String>,
 }
 
 /// Worker to host.
@@ -106,6 +111,23 @@ fn check_len(header: [u8; 4]) -> Result<usize, FrameError> {
         return Err(FrameError::TooLarge(len));
     }
     Ok(len)
+}
+
+/// A frame of raw bytes (the startup snapshot).
+pub(crate) fn raw(bytes: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(bytes.len() + 4);
+    frame.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    frame.extend_from_slice(bytes);
+    frame
+}
+
+/// Read one raw frame (blocking).
+pub(crate) fn read_raw_blocking(reader: &mut impl std::io::Read) -> Result<Vec<u8>, FrameError> {
+    let mut header = [0u8; 4];
+    reader.read_exact(&mut header)?;
+    let mut body = vec![0u8; check_len(header)?];
+    reader.read_exact(&mut body)?;
+    Ok(body)
 }
 
 /// Read one frame (blocking).

@@ -19,8 +19,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frame::WorkerSetup;
-
 /// What confinement a worker process runs under, and what its probes met (a test, and
 /// `codemode doctor`-style checks, read it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,12 +43,12 @@ pub struct Confinement {
 /// Apply the worker's confinement. A layer that cannot be applied is reported on stderr and in
 /// the [`Confinement`], and the worker goes on: each is a second layer behind the engine's own
 /// sandbox, which holds no tools and no host objects.
-pub(crate) fn apply(setup: &WorkerSetup) -> Confinement {
+pub(crate) fn apply(address_space_bytes: Option<u64>) -> Confinement {
     let mut confinement = Confinement {
-        address_space_bytes: setup.address_space_bytes,
+        address_space_bytes,
         ..Confinement::default()
     };
-    if let Some(bytes) = setup.address_space_bytes {
+    if let Some(bytes) = address_space_bytes {
         let limit = libc::rlimit {
             rlim_cur: bytes as libc::rlim_t,
             rlim_max: bytes as libc::rlim_t,

@@ -21,6 +21,7 @@ use super::clock::{RemoteClock, RunClock};
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
 use super::harden::Confinement;
 use crate::call::{CallError, ErrorKind, Limits};
+use crate::sandbox::engine;
 use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
 use crate::sandbox::watchdog::STUCK_GRACE;
 use crate::sandbox::{RunError, RunOutcome, RunStatus, new_run_id};
@@ -54,6 +55,8 @@ pub(crate) struct ProcessPool {
 struct Shared {
     jobs: tokio::sync::Mutex<mpsc::UnboundedReceiver<ProcessJob>>,
     setup: WorkerSetup,
+    /// This process's startup snapshot, handed to every worker it starts.
+    snapshot: Option<&'static [u8]>,
     config: ProcessConfig,
     ready: Arc<AtomicUsize>,
 }
@@ -69,15 +72,22 @@ impl ProcessPool {
             .build()?;
         let (jobs, receiver) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicUsize::new(0));
-        let shared = Arc::new(Shared {
-            jobs: tokio::sync::Mutex::new(receiver),
-            setup,
-            config,
-            ready: Arc::clone(&ready),
-        });
+        let pool_ready = Arc::clone(&ready);
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
+            // Making the startup snapshot runs the engine, which needs a few MiB of stack.
+            .stack_size(16 * crate::call::MIB)
             .spawn(move || {
+                let snapshot = engine::startup_snapshot().ok();
+                let mut setup = setup;
+                setup.snapshot = snapshot.map(|_| engine::snapshot_fingerprint());
+                let shared = Arc::new(Shared {
+                    jobs: tokio::sync::Mutex::new(receiver),
+                    setup,
+                    snapshot,
+                    config,
+                    ready: pool_ready,
+                });
                 runtime.block_on(async move {
                     let mut slots = tokio::task::JoinSet::new();
                     for _ in 0..workers.max(1) {
@@ -120,7 +130,7 @@ async fn slot(shared: Arc<Shared>) {
     loop {
         let mut start_error = None;
         if worker.is_none() {
-            match WorkerProcess::start(&shared.setup, &shared.config).await {
+            match WorkerProcess::start(&shared.setup, shared.snapshot, &shared.config).await {
                 Ok(started) => {
                     failures = 0;
                     shared.ready.fetch_add(1, Ordering::SeqCst);
@@ -171,7 +181,11 @@ struct WorkerProcess {
 }
 
 impl WorkerProcess {
-    async fn start(setup: &WorkerSetup, config: &ProcessConfig) -> Result<WorkerProcess, String> {
+    async fn start(
+        setup: &WorkerSetup,
+        snapshot: Option<&[u8]>,
+        config: &ProcessConfig,
+    ) -> Result<WorkerProcess, String> {
         let program = &config.program;
         let mut child = tokio::process::Command::new(program)
             .arg(WORKER_ARG)
@@ -213,6 +227,9 @@ impl WorkerProcess {
             confinement: Confinement::default(),
         };
         worker.send(&ToWorker::Hello(setup.clone()));
+        if let (Some(_), Some(bytes)) = (&setup.snapshot, snapshot) {
+            let _ = worker.to.send(frame::raw(bytes));
+        }
         match tokio::time::timeout(HANDSHAKE_LIMIT, worker.from.recv()).await {
             Ok(Some(Ok(FromWorker::Ready(confinement)))) => {
                 worker.confinement = confinement;
@@ -460,8 +477,9 @@ pub async fn probe_confinement(
         isolates_per_thread: 1,
         address_space_bytes: config.address_space_bytes,
         probe: true,
+        snapshot: None,
     };
-    let worker = WorkerProcess::start(&setup, config).await?;
+    let worker = WorkerProcess::start(&setup, None, config).await?;
     let confinement = worker.confinement.clone();
     worker.retire();
     Ok(confinement)
