@@ -12,6 +12,8 @@
 //! - `parallel_100`: one program making 100 parallel-safe calls of a 10 ms tool under
 //!   `Promise.all` (pool and in-flight limits 128); the ideal is 10 ms.
 //! - `run_overhead`: one program that makes no call.
+//! - `process_run_overhead`, `process_binding_roundtrip_x1000`: the same two with the program in
+//!   a worker process (`Isolation::Process`): every call crosses the pipe to the host and back.
 //!
 //! Every program run is timed on a warm worker: the pool builds the next isolate after each run
 //! (tens of ms), which back-to-back iterations would otherwise wait for; that cost is the
@@ -20,7 +22,7 @@
 use std::time::{Duration, Instant};
 
 use codemode::harness::CodeMode;
-use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::sandbox::{Isolation, Limits, ProcessConfig, Sandbox, SandboxConfig};
 use codemode::{CallRequest, Pipeline, ToolDefinition, ToolRegistry};
 use criterion::{Criterion, criterion_group, criterion_main};
 use deno_core::{JsRuntime, PollEventLoopOptions, RuntimeOptions, op2};
@@ -118,7 +120,7 @@ fn benches(c: &mut Criterion) {
     })
     .unwrap();
     let pipeline = pipeline_with_tools();
-    let code_mode = CodeMode::new(sandbox.clone(), limits, pipeline.clone());
+    let code_mode = CodeMode::new(sandbox.clone(), limits.clone(), pipeline.clone());
 
     group.bench_function("run_overhead", |b| {
         b.iter_custom(|iters| {
@@ -145,6 +147,35 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
+
+    let processes = Sandbox::new(SandboxConfig {
+        workers: 1,
+        limits: limits.clone(),
+        isolation: Isolation::Process(ProcessConfig::with_program(env!("CARGO_BIN_EXE_codemode"))),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let in_process = CodeMode::new(processes.clone(), limits.clone(), pipeline.clone());
+    for (name, program) in [
+        ("process_run_overhead", "return 1;"),
+        (
+            "process_binding_roundtrip_x1000",
+            "for (let i = 0; i < 1000; i++) await tools.noop({}); return 1;",
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                warm_runs(iters, &processes, || {
+                    let outcome = host.block_on(in_process.run(
+                        program,
+                        Default::default(),
+                        &Default::default(),
+                    ));
+                    assert!(outcome.is_ok(), "{}", outcome.to_json());
+                })
+            })
+        });
+    }
 
     group.bench_function("direct_pipeline_call_x1000", |b| {
         b.iter(|| {

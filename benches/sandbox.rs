@@ -8,10 +8,12 @@
 //! - `sandbox_cold_start`: a fresh sandboxed isolate (glue, limits, watchdog) + trivial program.
 //! - `sandbox_pooled_run`: a trivial program through the warm pool (refilled outside the timing).
 //! - `sandbox_back_to_back`: runs submitted back to back (steady-state throughput).
+//! - `process_pooled_run`, `process_back_to_back`: the same two with worker processes
+//!   (`Isolation::Process`, the `codemode` binary as the worker program).
 
 use std::time::{Duration, Instant};
 
-use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::sandbox::{Isolation, Limits, ProcessConfig, Sandbox, SandboxConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
 use deno_core::{JsRuntime, RuntimeOptions};
 
@@ -46,12 +48,50 @@ fn benches(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Sandbox::new(SandboxConfig {
-        workers: 1,
-        ..SandboxConfig::default()
-    })
-    .unwrap();
-    group.bench_function("sandbox_pooled_run", |b| {
+    for (name, isolation) in [
+        ("sandbox_pooled_run", Isolation::Thread),
+        ("process_pooled_run", processes()),
+    ] {
+        let sandbox = Sandbox::new(SandboxConfig {
+            workers: 1,
+            isolation,
+            ..SandboxConfig::default()
+        })
+        .unwrap();
+        pooled_run(&mut group, name, &sandbox, &host);
+    }
+    for (name, isolation) in [
+        ("sandbox_back_to_back", Isolation::Thread),
+        ("process_back_to_back", processes()),
+    ] {
+        let pair = Sandbox::new(SandboxConfig {
+            workers: 2,
+            isolation,
+            ..SandboxConfig::default()
+        })
+        .unwrap();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let outcome = host.block_on(pair.run(PROGRAM));
+                assert!(outcome.is_ok());
+            })
+        });
+    }
+    group.finish();
+}
+
+fn processes() -> Isolation {
+    Isolation::Process(ProcessConfig::with_program(env!("CARGO_BIN_EXE_codemode")))
+}
+
+/// A trivial program through the warm pool (refilled outside the timing).
+fn pooled_run(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    sandbox: &Sandbox,
+    host: &tokio::runtime::Runtime,
+) {
+    group.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -67,19 +107,6 @@ fn benches(c: &mut Criterion) {
             total
         })
     });
-
-    let pair = Sandbox::new(SandboxConfig {
-        workers: 2,
-        ..SandboxConfig::default()
-    })
-    .unwrap();
-    group.bench_function("sandbox_back_to_back", |b| {
-        b.iter(|| {
-            let outcome = host.block_on(pair.run(PROGRAM));
-            assert!(outcome.is_ok());
-        })
-    });
-    group.finish();
 }
 
 /// Runs `f` on a thread of its own, as the pool's workers do (16 MiB stack). The engine facade

@@ -122,7 +122,10 @@ pub fn serve_worker() -> i32 {
             return 1;
         }
     };
-    runtime.block_on(serve(sandbox, in_rx, out_tx));
+    runtime.block_on(async move {
+        tell_when_warm(sandbox.clone(), out_tx.clone());
+        serve(sandbox, in_rx, out_tx).await;
+    });
     let _ = writer;
     0
 }
@@ -183,6 +186,7 @@ async fn serve(
                         outcome: Box::new(outcome),
                         retire,
                     }));
+                    tell_when_warm(sandbox, out);
                 });
             }
             ToWorker::Reply { id, result } => {
@@ -211,6 +215,17 @@ async fn serve(
     }
     // The host closed the pipe: stop whatever runs and leave.
     current.1.cancel();
+}
+
+/// Send [`FromWorker::Warm`] once the sandbox holds a built isolate (it builds the next one
+/// after every run, in a few milliseconds).
+fn tell_when_warm(sandbox: Sandbox, out: crossbeam_channel::Sender<Vec<u8>>) {
+    tokio::spawn(async move {
+        while sandbox.warm_workers() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let _ = out.send(frame::encode(&FromWorker::Warm));
+    });
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -66,6 +66,9 @@ pub(crate) struct WorkerSetup {
 pub(crate) enum FromWorker {
     /// The worker is set up and takes programs; how it is confined.
     Ready(Confinement),
+    /// The worker's next isolate is built: a run starts at once (sent after `Ready` and after
+    /// every outcome).
+    Warm,
     /// The program called a tool; the host answers with [`ToWorker::Reply`] `id`.
     Call {
         id: u64,

@@ -123,23 +123,51 @@ impl Drop for ProcessPool {
 }
 
 /// One place in the pool: keeps a worker process up (starting it before any job arrives, so
-/// its isolate is warm) and runs jobs on it, replacing it when it crashes or wears out.
+/// its isolate is warm) and runs jobs on it, replacing it when it crashes or wears out. While
+/// idle it listens to its worker too: a worker that dies idle is replaced at once, and one
+/// counts as ready when it says its next isolate is built.
 async fn slot(shared: Arc<Shared>) {
     let mut worker: Option<WorkerProcess> = None;
     let mut failures: u32 = 0;
+    // Whether this slot's worker is counted in `ready`.
+    let mut counted = false;
+    let uncount = |counted: &mut bool| {
+        if std::mem::take(counted) {
+            shared.ready.fetch_sub(1, Ordering::SeqCst);
+        }
+    };
     loop {
         let mut start_error = None;
         if worker.is_none() {
             match WorkerProcess::start(&shared.setup, shared.snapshot, &shared.config).await {
                 Ok(started) => {
                     failures = 0;
-                    shared.ready.fetch_add(1, Ordering::SeqCst);
                     worker = Some(started);
                 }
                 Err(e) => start_error = Some(e),
             }
         }
-        let job = shared.jobs.lock().await.recv().await;
+        let job = tokio::select! {
+            job = async { shared.jobs.lock().await.recv().await } => job,
+            message = idle_frame(&mut worker) => {
+                match message {
+                    Some(Ok(FromWorker::Warm)) => {
+                        if !counted {
+                            counted = true;
+                            shared.ready.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    // Died (or spoke out of turn) while idle: replace it before a job comes.
+                    _ => {
+                        uncount(&mut counted);
+                        if let Some(done) = worker.take() {
+                            done.retire();
+                        }
+                    }
+                }
+                continue;
+            }
+        };
         let Some(job) = job else { break };
         let Some(running) = worker.as_mut() else {
             let message = start_error.unwrap_or_else(|| "no worker process".into());
@@ -152,19 +180,27 @@ async fn slot(shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(100 * u64::from(failures.min(20)))).await;
             continue;
         };
-        shared.ready.fetch_sub(1, Ordering::SeqCst);
+        uncount(&mut counted);
         let healthy = running.run(job).await;
         let worn = running.runs >= shared.config.runs_per_worker.max(1)
             || running.rss_bytes() > shared.config.rss_ceiling_bytes;
-        if healthy && !worn {
-            shared.ready.fetch_add(1, Ordering::SeqCst);
-        } else if let Some(done) = worker.take() {
-            done.retire();
+        if !healthy || worn {
+            if let Some(done) = worker.take() {
+                done.retire();
+            }
         }
     }
+    uncount(&mut counted);
     if let Some(done) = worker.take() {
-        shared.ready.fetch_sub(1, Ordering::SeqCst);
         done.retire();
+    }
+}
+
+/// The next frame of an idle worker; never, when there is none.
+async fn idle_frame(worker: &mut Option<WorkerProcess>) -> Option<Result<FromWorker, FrameError>> {
+    match worker {
+        Some(worker) => worker.from.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -330,7 +366,8 @@ impl WorkerProcess {
                         let _ = reply.send(*outcome);
                         return !retire;
                     }
-                    Some(Ok(FromWorker::Ready(_))) => {}
+                    // A late notice of the previous run's warm isolate: nothing to do mid-run.
+                    Some(Ok(FromWorker::Ready(_) | FromWorker::Warm)) => {}
                     Some(Err(e)) if !matches!(e, FrameError::Closed) => {
                         let outcome = self.crashed(Some(e)).await;
                         let _ = reply.send(outcome);
