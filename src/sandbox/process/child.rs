@@ -54,7 +54,7 @@ pub fn serve_worker() -> i32 {
     }
     close_inherited_fds(protocol_fd);
     // SAFETY: `protocol_fd` is a fresh descriptor this function owns from here on.
-    let mut output = BufWriter::new(unsafe { std::fs::File::from_raw_fd(protocol_fd) });
+    let output = BufWriter::new(unsafe { std::fs::File::from_raw_fd(protocol_fd) });
     let mut input = BufReader::new(std::io::stdin());
     let setup = match frame::read_blocking::<ToWorker>(&mut input) {
         Ok(ToWorker::Hello(setup)) => setup,
@@ -78,27 +78,35 @@ pub fn serve_worker() -> i32 {
             return 1;
         }
     };
-    // One writer thread owns the protocol pipe; a failed write means the host is gone.
-    let (out_tx, out_rx) = crossbeam_channel::unbounded::<Vec<u8>>();
-    let writer = std::thread::spawn(move || {
-        for frame in out_rx {
-            if output
-                .write_all(&frame)
-                .and_then(|()| output.flush())
-                .is_err()
-            {
-                std::process::exit(0);
-            }
-        }
-    });
+    let out = Out(Arc::new(Mutex::new(output)));
     if setup.probe {
         super::harden::probe(&mut confinement);
     }
-    let _ = out_tx.send(frame::encode(&FromWorker::Ready(confinement)));
+    out.send(&FromWorker::Ready(confinement));
+    // The reader answers waiting calls itself (one thread hop less per call than going through
+    // the event loop); runs and cancellations go to the event loop.
+    let waiting = Waiting::default();
     let (in_tx, in_rx) = mpsc::unbounded_channel::<ToWorker>();
+    let answers = Arc::clone(&waiting);
     std::thread::spawn(move || {
         loop {
             match frame::read_blocking::<ToWorker>(&mut input) {
+                Ok(ToWorker::Reply { id, result }) => {
+                    let entry = lock(&answers).remove(&id);
+                    if let Some((reply, _)) = entry {
+                        let _ = reply.send(result);
+                    }
+                }
+                Ok(ToWorker::Pause { id }) => {
+                    if let Some((_, deadline)) = lock(&answers).get(&id) {
+                        deadline.pause();
+                    }
+                }
+                Ok(ToWorker::Resume { id }) => {
+                    if let Some((_, deadline)) = lock(&answers).get(&id) {
+                        deadline.resume();
+                    }
+                }
                 Ok(message) => {
                     if in_tx.send(message).is_err() {
                         return;
@@ -123,11 +131,25 @@ pub fn serve_worker() -> i32 {
         }
     };
     runtime.block_on(async move {
-        tell_when_warm(sandbox.clone(), out_tx.clone());
-        serve(sandbox, in_rx, out_tx).await;
+        tell_when_warm(sandbox.clone(), out.clone());
+        serve(sandbox, in_rx, out, waiting).await;
     });
-    let _ = writer;
     0
+}
+
+/// The protocol pipe to the host, written by whichever thread has a frame (the engine thread
+/// sends its calls itself: no thread hop). A failed write means the host is gone.
+#[derive(Clone)]
+struct Out(Arc<Mutex<BufWriter<std::fs::File>>>);
+
+impl Out {
+    fn send(&self, message: &FromWorker) {
+        let frame = frame::encode(message);
+        let mut pipe = lock(&self.0);
+        if pipe.write_all(&frame).and_then(|()| pipe.flush()).is_err() {
+            std::process::exit(0);
+        }
+    }
 }
 
 fn sandbox_config(setup: &WorkerSetup) -> SandboxConfig {
@@ -150,9 +172,9 @@ type Reply = Result<ToolReply, CallError>;
 async fn serve(
     sandbox: Sandbox,
     mut incoming: mpsc::UnboundedReceiver<ToWorker>,
-    out: crossbeam_channel::Sender<Vec<u8>>,
+    out: Out,
+    waiting: Waiting,
 ) {
-    let waiting = Waiting::default();
     let next_id = Arc::new(AtomicU64::new(1));
     let mut current = (0, CancellationToken::new());
     while let Some(message) = incoming.recv().await {
@@ -182,35 +204,23 @@ async fn serve(
                 tokio::spawn(async move {
                     let outcome = sandbox.run_with(&source, options).await;
                     let retire = sandbox.gave_up_a_worker();
-                    let _ = out.send(frame::encode(&FromWorker::Outcome {
+                    out.send(&FromWorker::Outcome {
                         outcome: Box::new(outcome),
                         retire,
-                    }));
+                    });
                     tell_when_warm(sandbox, out);
                 });
-            }
-            ToWorker::Reply { id, result } => {
-                let entry = lock(&waiting).remove(&id);
-                if let Some((reply, _)) = entry {
-                    let _ = reply.send(result);
-                }
-            }
-            ToWorker::Pause { id } => {
-                if let Some((_, deadline)) = lock(&waiting).get(&id) {
-                    deadline.pause();
-                }
-            }
-            ToWorker::Resume { id } => {
-                if let Some((_, deadline)) = lock(&waiting).get(&id) {
-                    deadline.resume();
-                }
             }
             ToWorker::Cancel { run } => {
                 if run == current.0 {
                     current.1.cancel();
                 }
             }
-            ToWorker::Hello(_) => {}
+            // The reader answers these itself; a second hello means nothing.
+            ToWorker::Reply { .. }
+            | ToWorker::Pause { .. }
+            | ToWorker::Resume { .. }
+            | ToWorker::Hello(_) => {}
         }
     }
     // The host closed the pipe: stop whatever runs and leave.
@@ -219,12 +229,12 @@ async fn serve(
 
 /// Send [`FromWorker::Warm`] once the sandbox holds a built isolate (it builds the next one
 /// after every run, in a few milliseconds).
-fn tell_when_warm(sandbox: Sandbox, out: crossbeam_channel::Sender<Vec<u8>>) {
+fn tell_when_warm(sandbox: Sandbox, out: Out) {
     tokio::spawn(async move {
         while sandbox.warm_workers() == 0 {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let _ = out.send(frame::encode(&FromWorker::Warm));
+        out.send(&FromWorker::Warm);
     });
 }
 
@@ -238,7 +248,7 @@ struct RelayHost {
     paths: Vec<String>,
     waiting: Waiting,
     next_id: Arc<AtomicU64>,
-    out: crossbeam_channel::Sender<Vec<u8>>,
+    out: Out,
     /// Whether a task already waits for the run's end to tell the host.
     watching_end: AtomicBool,
 }
@@ -252,20 +262,20 @@ impl ToolHost for RelayHost {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         lock(&self.waiting).insert(id, (reply, request.deadline.clone()));
-        let _ = self.out.send(frame::encode(&FromWorker::Call {
+        self.out.send(&FromWorker::Call {
             id,
             path: request.path,
             args: request.args,
             unconvertible: request.unconvertible,
             seq: request.seq,
-        }));
+        });
         if !self.watching_end.swap(true, Ordering::SeqCst) {
             // The run's token fires when the run ends: calls still waiting are the host's to
             // cancel (the run's end waits for them, as it does in the host's own process).
             let (end, out, run) = (request.cancel.clone(), self.out.clone(), self.run);
             tokio::spawn(async move {
                 end.cancelled().await;
-                let _ = out.send(frame::encode(&FromWorker::CallsCancelled { run }));
+                out.send(&FromWorker::CallsCancelled { run });
             });
         }
         Box::pin(async move {

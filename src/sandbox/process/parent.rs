@@ -184,10 +184,10 @@ async fn slot(shared: Arc<Shared>) {
         let healthy = running.run(job).await;
         let worn = running.runs >= shared.config.runs_per_worker.max(1)
             || running.rss_bytes() > shared.config.rss_ceiling_bytes;
-        if !healthy || worn {
-            if let Some(done) = worker.take() {
-                done.retire();
-            }
+        if (!healthy || worn)
+            && let Some(done) = worker.take()
+        {
+            done.retire();
         }
     }
     uncount(&mut counted);
