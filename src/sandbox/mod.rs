@@ -56,7 +56,7 @@ pub use process::{
 };
 pub use report::{render, status_line};
 pub use transpile::{SyntaxError, Transpiled, transpile};
-pub(crate) use watchdog::{RunControl, StopReason};
+pub(crate) use watchdog::{Reply, RunControl, StopReason};
 
 /// How the sandbox's worker pool is set up.
 #[derive(Debug, Clone)]
@@ -192,12 +192,22 @@ impl Sandbox {
     /// # Errors
     /// A thread could not be spawned.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxStartError> {
+        Sandbox::start(config, None)
+    }
+
+    /// [`Sandbox::new`], with a function called whenever an engine thread has its next isolate
+    /// built (a worker process tells its host).
+    pub(crate) fn start(
+        config: SandboxConfig,
+        on_warm: Option<pool::OnWarm>,
+    ) -> Result<Sandbox, SandboxStartError> {
         let backend = match config.isolation {
             Isolation::Thread => Backend::Threads(pool::Pool::start(
                 config.workers.max(1),
                 config.worker_stack_bytes,
                 config.limits.heap_bytes,
                 config.isolates_per_thread,
+                on_warm,
             )?),
             Isolation::Process(process) => {
                 let setup = process::WorkerSetup {
@@ -300,22 +310,11 @@ impl Sandbox {
         cancel: CancellationToken,
         tools: Option<RunTools>,
     ) -> RunOutcome {
-        let program = match prepare(source, &limits) {
-            Ok(program) => program,
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let link = match Self::submit_to(pool, source, limits, tools, Reply::Channel(reply_tx)) {
+            Ok(link) => link,
             Err(outcome) => return *outcome,
         };
-        let link = Arc::new(RunLink::default());
-        let (reply_tx, reply_rx) = oneshot::channel();
-        let job = pool::Job {
-            program,
-            limits,
-            tools,
-            link: Arc::clone(&link),
-            reply: reply_tx,
-        };
-        if !pool.submit(job) {
-            return pool::internal_error("the sandbox is shut down");
-        }
         // Dropping this future (or cancelling) stops the run, even if it has not started yet.
         let mut abandon_on_drop = AbandonOnDrop(Some(Arc::clone(&link)));
         let mut reply_rx = reply_rx;
@@ -330,6 +329,57 @@ impl Sandbox {
         outcome.unwrap_or_else(|_| {
             pool::internal_error("the sandbox worker stopped before the run ended")
         })
+    }
+
+    /// Queue a run on an engine thread; its outcome goes to `reply` (a syntax error or an
+    /// oversized program is an `Err`, without a trip to the thread). The link stops it.
+    /// Thread isolation only.
+    pub(crate) fn submit(
+        &self,
+        source: &str,
+        options: RunOptions,
+        reply: Reply,
+    ) -> Result<Arc<RunLink>, Box<RunOutcome>> {
+        let Backend::Threads(pool) = &*self.backend else {
+            return Err(Box::new(pool::internal_error(
+                "direct submission needs thread isolation",
+            )));
+        };
+        let RunOptions {
+            limits,
+            tools,
+            run_id,
+            extensions,
+            ..
+        } = options;
+        let tools = tools.map(|host| RunTools {
+            host,
+            run_id: run_id.unwrap_or_else(new_run_id),
+            extensions,
+        });
+        Self::submit_to(pool, source, limits, tools, reply)
+    }
+
+    fn submit_to(
+        pool: &pool::Pool,
+        source: &str,
+        limits: Limits,
+        tools: Option<RunTools>,
+        reply: Reply,
+    ) -> Result<Arc<RunLink>, Box<RunOutcome>> {
+        let program = prepare(source, &limits)?;
+        let link = Arc::new(RunLink::default());
+        let job = pool::Job {
+            program,
+            limits,
+            tools,
+            link: Arc::clone(&link),
+            reply,
+        };
+        if !pool.submit(job) {
+            return Err(Box::new(pool::internal_error("the sandbox is shut down")));
+        }
+        Ok(link)
     }
 
     /// Workers ready for a run right now (for benchmarks and health checks): engine threads
@@ -421,7 +471,8 @@ impl RunLink {
         state.1 = Some(control);
     }
 
-    fn abandon(&self) {
+    /// Stop the run, now or as soon as it starts.
+    pub(crate) fn abandon(&self) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.0 = true;
         if let Some(control) = state.1.take() {

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use tokio::sync::oneshot;
 
 use super::RunLink;
 use super::engine::Engine;
@@ -16,7 +15,7 @@ use super::execute::execute;
 use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::transpile::Transpiled;
-use super::watchdog::{ReplySlot, Watchdog};
+use super::watchdog::{Reply, ReplySlot, Watchdog};
 use crate::call::Limits;
 
 pub(crate) struct Job {
@@ -25,8 +24,11 @@ pub(crate) struct Job {
     pub tools: Option<RunTools>,
     /// Receives the run's control as soon as the run starts (for cancellation from the caller).
     pub link: Arc<RunLink>,
-    pub reply: oneshot::Sender<RunOutcome>,
+    pub reply: Reply,
 }
+
+/// Called whenever a worker has a pre-built isolate ready.
+pub(crate) type OnWarm = Arc<dyn Fn() + Send + Sync>;
 
 pub(crate) struct Pool {
     sender: Option<Sender<Job>>,
@@ -45,6 +47,7 @@ impl Pool {
         stack_bytes: usize,
         warm_heap_bytes: usize,
         isolates_per_thread: usize,
+        on_warm: Option<OnWarm>,
     ) -> std::io::Result<Pool> {
         let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
         let mut handles = Vec::with_capacity(workers);
@@ -61,6 +64,7 @@ impl Pool {
                 stack_bytes,
                 isolates_per_thread: isolates_per_thread.max(1),
                 abandoned: Arc::clone(&abandoned),
+                on_warm: on_warm.clone(),
             };
             handles.push(worker.spawn()?);
         }
@@ -122,6 +126,7 @@ struct Worker {
     stack_bytes: usize,
     isolates_per_thread: usize,
     abandoned: Abandoned,
+    on_warm: Option<OnWarm>,
 }
 
 impl Worker {
@@ -185,6 +190,9 @@ impl Worker {
             let engine = self.build(self.warm_heap_bytes).ok();
             if engine.is_some() {
                 self.warm_count.fetch_add(1, Ordering::SeqCst);
+                if let Some(on_warm) = &self.on_warm {
+                    on_warm();
+                }
             }
             engine
         };
@@ -242,7 +250,7 @@ impl Worker {
             };
             let sender = reply.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(sender) = sender {
-                let _ = sender.send(outcome);
+                sender.send(outcome);
             }
             let given_up = control
                 .get()
@@ -271,7 +279,7 @@ impl Worker {
 
 fn fail_all(jobs: &Receiver<Job>, message: &str) {
     while let Ok(job) = jobs.recv() {
-        let _ = job.reply.send(internal_error(message));
+        job.reply.send(internal_error(message));
     }
 }
 

@@ -27,7 +27,26 @@ pub(crate) const STUCK_GRACE: Duration = Duration::from_secs(2);
 
 /// Where a run's outcome goes: taken once, by the worker when the run ends, or by the
 /// watchdog when it gives the worker up.
-pub(crate) type ReplySlot = Arc<Mutex<Option<oneshot::Sender<RunOutcome>>>>;
+pub(crate) type ReplySlot = Arc<Mutex<Option<Reply>>>;
+
+/// Where a run's outcome goes: a channel its caller awaits, or a function called with it on
+/// whichever thread finishes the run (a worker process writes it to its host from there: no
+/// thread hop).
+pub(crate) enum Reply {
+    Channel(oneshot::Sender<RunOutcome>),
+    Callback(Box<dyn FnOnce(RunOutcome) + Send>),
+}
+
+impl Reply {
+    pub(crate) fn send(self, outcome: RunOutcome) {
+        match self {
+            Reply::Channel(sender) => {
+                let _ = sender.send(outcome);
+            }
+            Reply::Callback(deliver) => deliver(outcome),
+        }
+    }
+}
 
 /// Why the watchdog ended a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +142,7 @@ impl RunControl {
             "{what}; the program kept the engine busy for {} ms after it was stopped (e.g. a forking microtask flood), so its sandbox worker was abandoned and replaced; console output is lost",
             STUCK_GRACE.as_millis()
         );
-        let _ = sender.send(RunOutcome::failed(status, RunError::new(name, message)));
+        sender.send(RunOutcome::failed(status, RunError::new(name, message)));
     }
 
     /// Stop the run: terminate the isolate and wake the event loop. The first reason wins.
@@ -265,10 +284,12 @@ fn watch(shared: &(Mutex<Watched>, Condvar), mut on_stuck: Option<OnStuck>) {
             let waited = since.elapsed();
             if waited >= STUCK_GRACE {
                 watched.run = None;
-                run.abandon();
+                // The pool learns first, so whoever gets the outcome already sees the worker
+                // given up (a worker process then asks to be replaced).
                 if let Some(replace) = on_stuck.take() {
                     replace();
                 }
+                run.abandon();
             } else {
                 watched = cv
                     .wait_timeout(watched, STUCK_GRACE - waited)

@@ -400,3 +400,50 @@ async fn the_end_of_one_run_never_cancels_the_calls_of_the_next() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_engine_cannot_be_stopped_is_killed_and_replaced() {
+    let under_test = watched(1, |_| {});
+    let pids = wait_for_workers(&under_test.program, 1).await;
+    let outcome = under_test
+        .sandbox
+        .run_with(
+            // A forking microtask flood: the engine's termination is not sticky, so the flood
+            // outgrows it, and the worker's watchdog gives the engine thread up.
+            "const f = () => { Promise.resolve().then(f); Promise.resolve().then(f); }; f(); await new Promise(() => {});",
+            RunOptions::new(short(300)),
+        )
+        .await;
+    assert!(
+        matches!(outcome.status, RunStatus::Timeout | RunStatus::OutOfMemory),
+        "{}",
+        outcome.to_json()
+    );
+    assert!(
+        outcome
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("abandoned"),
+        "{}",
+        outcome.to_json()
+    );
+    // The worker whose engine thread is stuck must not live on, burning a core.
+    let started = Instant::now();
+    while workers_of(&under_test.program).contains(&pids[0]) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the stuck worker {} still runs",
+            pids[0]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let next = under_test.sandbox.run("return 'fresh'").await;
+    assert_eq!(
+        next.value_json(),
+        Some(json!("fresh")),
+        "{}",
+        next.to_json()
+    );
+}

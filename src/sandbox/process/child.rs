@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
 
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
 use crate::call::{CallError, ErrorKind, Limits};
 use crate::sandbox::{
-    DeadlinePause, Isolation, RunOptions, Sandbox, SandboxConfig, ToolHost, ToolReply, ToolRequest,
+    DeadlinePause, Isolation, Reply, RunLink, RunOptions, Sandbox, SandboxConfig, ToolHost,
+    ToolReply, ToolRequest,
 };
 
 /// The first argument that makes a binary serve as a sandbox worker process
@@ -71,70 +71,111 @@ pub fn serve_worker() -> i32 {
         }
     }
     let mut confinement = super::harden::apply(setup.address_space_bytes);
-    let sandbox = match Sandbox::new(sandbox_config(&setup)) {
+    if setup.probe {
+        super::harden::probe(&mut confinement);
+    }
+    let out = Out(Arc::new(Mutex::new(output)));
+    // Ready before the sandbox exists: its engine thread says `Warm` as soon as its first
+    // isolate is built, and the host expects `Ready` first.
+    out.send(&FromWorker::Ready(confinement));
+    let warm = out.clone();
+    let sandbox = match Sandbox::start(
+        sandbox_config(&setup),
+        Some(Arc::new(move || warm.send(&FromWorker::Warm))),
+    ) {
         Ok(sandbox) => sandbox,
         Err(e) => {
             eprintln!("codemode sandbox worker: {e}");
             return 1;
         }
     };
-    let out = Out(Arc::new(Mutex::new(output)));
-    if setup.probe {
-        super::harden::probe(&mut confinement);
-    }
-    out.send(&FromWorker::Ready(confinement));
-    // The reader answers waiting calls itself (one thread hop less per call than going through
-    // the event loop); runs and cancellations go to the event loop.
+    serve(&sandbox, &mut input, &out);
+    0
+}
+
+/// Read the host's frames until it closes the pipe. Runs go straight to the engine thread, whose
+/// outcome is written to the host from there; answers to calls go straight to the call waiting
+/// for them. No frame waits for another thread to pass it on.
+fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
     let waiting = Waiting::default();
-    let (in_tx, in_rx) = mpsc::unbounded_channel::<ToWorker>();
-    let answers = Arc::clone(&waiting);
-    std::thread::spawn(move || {
-        loop {
-            match frame::read_blocking::<ToWorker>(&mut input) {
-                Ok(ToWorker::Reply { id, result }) => {
-                    let entry = lock(&answers).remove(&id);
-                    if let Some((reply, _)) = entry {
-                        let _ = reply.send(result);
+    let next_id = Arc::new(AtomicU64::new(1));
+    let mut current: (u64, Option<Arc<RunLink>>) = (0, None);
+    loop {
+        let message = match frame::read_blocking::<ToWorker>(input) {
+            Ok(message) => message,
+            Err(FrameError::Closed) => break,
+            Err(e) => {
+                eprintln!("codemode sandbox worker: {e}");
+                break;
+            }
+        };
+        match message {
+            ToWorker::Run {
+                run,
+                source,
+                limits,
+                paths,
+                run_id,
+            } => {
+                let host = Arc::new(RelayHost {
+                    run,
+                    paths,
+                    waiting: Arc::clone(&waiting),
+                    next_id: Arc::clone(&next_id),
+                    out: out.clone(),
+                    watching_end: AtomicBool::new(false),
+                });
+                let options = RunOptions::new(limits).with_tools(host).with_run_id(run_id);
+                let (to_host, finished) = (out.clone(), sandbox.clone());
+                let reply = Reply::Callback(Box::new(move |outcome| {
+                    to_host.send(&FromWorker::Outcome {
+                        outcome: Box::new(outcome),
+                        retire: finished.gave_up_a_worker(),
+                    });
+                }));
+                match sandbox.submit(&source, options, reply) {
+                    Ok(link) => current = (run, Some(link)),
+                    Err(outcome) => {
+                        // Refused before it took the engine (a syntax error): the isolate is
+                        // still warm.
+                        out.send(&FromWorker::Outcome {
+                            outcome,
+                            retire: false,
+                        });
+                        if sandbox.warm_workers() > 0 {
+                            out.send(&FromWorker::Warm);
+                        }
                     }
-                }
-                Ok(ToWorker::Pause { id }) => {
-                    if let Some((_, deadline)) = lock(&answers).get(&id) {
-                        deadline.pause();
-                    }
-                }
-                Ok(ToWorker::Resume { id }) => {
-                    if let Some((_, deadline)) = lock(&answers).get(&id) {
-                        deadline.resume();
-                    }
-                }
-                Ok(message) => {
-                    if in_tx.send(message).is_err() {
-                        return;
-                    }
-                }
-                Err(FrameError::Closed) => return,
-                Err(e) => {
-                    eprintln!("codemode sandbox worker: {e}");
-                    return;
                 }
             }
+            ToWorker::Cancel { run } => {
+                if let (true, Some(link)) = (run == current.0, &current.1) {
+                    link.abandon();
+                }
+            }
+            ToWorker::Reply { id, result } => {
+                let entry = lock(&waiting).remove(&id);
+                if let Some((reply, _)) = entry {
+                    let _ = reply.send(result);
+                }
+            }
+            ToWorker::Pause { id } => {
+                if let Some((_, deadline)) = lock(&waiting).get(&id) {
+                    deadline.pause();
+                }
+            }
+            ToWorker::Resume { id } => {
+                if let Some((_, deadline)) = lock(&waiting).get(&id) {
+                    deadline.resume();
+                }
+            }
+            ToWorker::Hello(_) => {}
         }
-    });
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("codemode sandbox worker: cannot start its event loop: {e}");
-            return 1;
-        }
-    };
-    runtime.block_on(async move {
-        tell_when_warm(sandbox.clone(), out.clone());
-        serve(sandbox, in_rx, out, waiting).await;
-    });
-    0
+    }
+    // The host closed the pipe: stop whatever runs; the process exits.
+    if let Some(link) = current.1 {
+        link.abandon();
+    }
 }
 
 /// The protocol pipe to the host, written by whichever thread has a frame (the engine thread
@@ -166,77 +207,8 @@ fn sandbox_config(setup: &WorkerSetup) -> SandboxConfig {
 }
 
 /// Calls of this worker waiting for the host's answer, by id.
-type Waiting = Arc<Mutex<HashMap<u64, (oneshot::Sender<Reply>, DeadlinePause)>>>;
-type Reply = Result<ToolReply, CallError>;
-
-async fn serve(
-    sandbox: Sandbox,
-    mut incoming: mpsc::UnboundedReceiver<ToWorker>,
-    out: Out,
-    waiting: Waiting,
-) {
-    let next_id = Arc::new(AtomicU64::new(1));
-    let mut current = (0, CancellationToken::new());
-    while let Some(message) = incoming.recv().await {
-        match message {
-            ToWorker::Run {
-                run,
-                source,
-                limits,
-                paths,
-                run_id,
-            } => {
-                current = (run, CancellationToken::new());
-                let host = Arc::new(RelayHost {
-                    run,
-                    paths,
-                    waiting: Arc::clone(&waiting),
-                    next_id: Arc::clone(&next_id),
-                    out: out.clone(),
-                    watching_end: AtomicBool::new(false),
-                });
-                let options = RunOptions::new(limits)
-                    .with_cancel(current.1.clone())
-                    .with_tools(host)
-                    .with_run_id(run_id);
-                let sandbox = sandbox.clone();
-                let out = out.clone();
-                tokio::spawn(async move {
-                    let outcome = sandbox.run_with(&source, options).await;
-                    let retire = sandbox.gave_up_a_worker();
-                    out.send(&FromWorker::Outcome {
-                        outcome: Box::new(outcome),
-                        retire,
-                    });
-                    tell_when_warm(sandbox, out);
-                });
-            }
-            ToWorker::Cancel { run } => {
-                if run == current.0 {
-                    current.1.cancel();
-                }
-            }
-            // The reader answers these itself; a second hello means nothing.
-            ToWorker::Reply { .. }
-            | ToWorker::Pause { .. }
-            | ToWorker::Resume { .. }
-            | ToWorker::Hello(_) => {}
-        }
-    }
-    // The host closed the pipe: stop whatever runs and leave.
-    current.1.cancel();
-}
-
-/// Send [`FromWorker::Warm`] once the sandbox holds a built isolate (it builds the next one
-/// after every run, in a few milliseconds).
-fn tell_when_warm(sandbox: Sandbox, out: Out) {
-    tokio::spawn(async move {
-        while sandbox.warm_workers() == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
-        out.send(&FromWorker::Warm);
-    });
-}
+type Waiting = Arc<Mutex<HashMap<u64, (oneshot::Sender<Answer>, DeadlinePause)>>>;
+type Answer = Result<ToolReply, CallError>;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
@@ -258,7 +230,7 @@ impl ToolHost for RelayHost {
         self.paths.clone()
     }
 
-    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Reply> {
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Answer> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         lock(&self.waiting).insert(id, (reply, request.deadline.clone()));
