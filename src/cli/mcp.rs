@@ -53,9 +53,14 @@ pub struct McpArgs {
     /// run, and workers are recycled) or `thread` (engine threads in the server process).
     #[arg(long, value_enum, default_value_t = IsolationFlag::Process)]
     isolation: IsolationFlag,
-    /// Programs running at once (sandbox workers).
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
-    workers: u64,
+    /// Programs running at once (sandbox workers) [default: the policy's limits.workers, else 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    workers: Option<u64>,
+    /// Extra worker processes started while runs queue and every worker's run only waits on tools
+    /// or an approver; they stop when the queue is empty [default: the policy's
+    /// limits.waiting_workers, else 16]. Process isolation only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1024))]
+    waiting_workers: Option<u64>,
     /// Progressive discovery: the run_code description shows only `catalog.search` and
     /// `catalog.describe` (and a count of tools per namespace) instead of the whole SDK. `auto`
     /// turns it on when the whole SDK would exceed 64 KiB.
@@ -98,6 +103,12 @@ pub fn mcp(args: McpArgs) -> i32 {
         return EXIT_USAGE;
     };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
+    let policy_limits = sources.policy.limits();
+    let workers = args.workers.or(policy_limits.workers).unwrap_or(2) as usize;
+    let waiting_workers = args
+        .waiting_workers
+        .or(policy_limits.waiting_workers)
+        .unwrap_or(16) as usize;
     let logs = match Logs::open(&args.session_log, &args.audit_log) {
         Ok(logs) => logs,
         Err(message) => {
@@ -111,8 +122,8 @@ pub fn mcp(args: McpArgs) -> i32 {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
             harness: wiring::harness(&sources, limits, logs)
-                .workers(args.workers as usize)
-                .isolation(args.isolation.isolation())
+                .workers(workers)
+                .isolation(args.isolation.isolation(waiting_workers))
                 .discovery(args.discovery.into()),
             visible: std::sync::Arc::new(move |path: &str| policy.is_visible(path)),
             expose_direct: args.expose_direct,

@@ -104,7 +104,8 @@ pub fn run(args: RunArgs) -> i32 {
         let observed = progress.clone();
         let harness = wiring::harness(&sources, limits, logs)
             .workers(1)
-            .isolation(args.isolation.isolation())
+            // One run: no other run could wait behind it.
+            .isolation(args.isolation.isolation(0))
             .inner(move |pipeline| {
                 let approver: Arc<dyn Approver> = approver.clone();
                 pipeline

@@ -69,10 +69,14 @@ pub enum IsolationFlag {
 }
 
 impl IsolationFlag {
-    pub fn isolation(self) -> Isolation {
+    /// The isolation; worker processes may grow by `waiting_workers` for runs that only wait.
+    pub fn isolation(self, waiting_workers: usize) -> Isolation {
         match self {
             IsolationFlag::Thread => Isolation::Thread,
-            IsolationFlag::Process => Isolation::Process(ProcessConfig::default()),
+            IsolationFlag::Process => Isolation::Process(ProcessConfig {
+                waiting_workers,
+                ..ProcessConfig::default()
+            }),
         }
     }
 }

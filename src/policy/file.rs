@@ -125,6 +125,8 @@ pub(super) struct RawLimits {
     pub call_arg_bytes: Option<Spanned<i64>>,
     pub call_result_bytes: Option<Spanned<i64>>,
     pub output_bytes: Option<Spanned<i64>>,
+    pub workers: Option<Spanned<i64>>,
+    pub waiting_workers: Option<Spanned<i64>>,
 }
 
 /// Parses the text into the raw shapes.

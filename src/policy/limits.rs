@@ -31,6 +31,12 @@ pub struct PolicyLimits {
     pub call_result_bytes: Option<u64>,
     /// Model-visible content of a run (`Limits::output_bytes`).
     pub output_bytes: Option<u64>,
+    /// Programs running at once in `codemode mcp` (sandbox workers), 1 to 256. Not a per-run
+    /// limit: [`PolicyLimits::apply`] leaves it to the server.
+    pub workers: Option<u64>,
+    /// Extra worker processes `codemode mcp` may start while every worker's run only waits on
+    /// tools or an approver, 0 to 1024 (`ProcessConfig::waiting_workers`).
+    pub waiting_workers: Option<u64>,
 }
 
 impl PolicyLimits {
@@ -98,6 +104,8 @@ impl PolicyLimits {
             call_arg_bytes: check("call_arg_bytes", raw.call_arg_bytes, 1, big)?,
             call_result_bytes: check("call_result_bytes", raw.call_result_bytes, 1, big)?,
             output_bytes: check("output_bytes", raw.output_bytes, 1, big)?,
+            workers: check("workers", raw.workers, 1, 256)?,
+            waiting_workers: check("waiting_workers", raw.waiting_workers, 0, 1024)?,
         })
     }
 }

@@ -51,7 +51,7 @@ pub use outcome::{
     LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
 pub use process::{
-    Confinement, Isolation, ProcessConfig, WORKER_ARG, probe_confinement, serve_worker,
+    Isolation, ProcessConfig, WORKER_ARG, WorkerReport, probe_worker, serve_worker,
     serve_worker_if_requested,
 };
 pub use report::{render, status_line};

@@ -338,9 +338,9 @@ async fn a_program_that_is_not_a_worker_is_reported_clearly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_cannot_open_files_make_sockets_or_start_programs() {
+async fn a_worker_cannot_open_files_make_sockets_or_start_programs_and_takes_the_hosts_snapshot() {
     let config = ProcessConfig::with_program(worker_program());
-    let confinement = codemode::sandbox::probe_confinement(&config, Limits::default().heap_bytes)
+    let confinement = codemode::sandbox::probe_worker(&config, Limits::default().heap_bytes)
         .await
         .unwrap();
     eprintln!("{confinement:?}");
@@ -350,6 +350,8 @@ async fn a_worker_cannot_open_files_make_sockets_or_start_programs() {
     assert!(confinement.socket.starts_with("refused"), "{confinement:?}");
     assert!(confinement.exec.starts_with("refused"), "{confinement:?}");
     assert_eq!(confinement.address_space_bytes, config.address_space_bytes);
+    // The host handed its startup snapshot over: the worker did not make its own.
+    assert!(confinement.snapshot_from_host, "{confinement:?}");
     // And a worker so confined still runs programs, timers and tool calls.
     let outcome = process_sandbox()
         .run("await new Promise(r => setTimeout(r, 5)); return [new Date(0).getTime(), Math.max(1, 2)]")
@@ -446,4 +448,95 @@ async fn a_worker_whose_engine_cannot_be_stopped_is_killed_and_replaced() {
         "{}",
         next.to_json()
     );
+}
+
+/// Approves after `delay`.
+struct DelayedApprover(Duration);
+
+impl Approver for DelayedApprover {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
+        let delay = self.0;
+        async move {
+            tokio::time::sleep(delay).await;
+            Ok(ApprovalDecision::Approve)
+        }
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_waiting_on_approvals_or_tools_do_not_keep_other_runs_from_starting() {
+    // Two workers; two runs wait 4 s on an approver, six wait 1 s on a tool.
+    let under_test = watched(2, |_| {});
+    let slow = ToolDefinition::builder("slow")
+        .description("takes a second")
+        .execute(|_args: Value, _exec| async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(json!("done"))
+        })
+        .parallel_safe()
+        .build()
+        .unwrap();
+    let harness = Harness::builder()
+        .sandbox(under_test.sandbox.clone())
+        .inner(|pipeline| {
+            pipeline
+                .pre_hook(pre_hook_fn("ask-echo", |call| {
+                    if call.path == "echo" {
+                        HookDecision::Ask {
+                            reason: "needs a yes".into(),
+                        }
+                    } else {
+                        HookDecision::Allow
+                    }
+                }))
+                .approver(DelayedApprover(Duration::from_secs(4)))
+        })
+        .build(registry([slow, echo_tool("echo")]))
+        .unwrap();
+    wait_for_workers(&under_test.program, 2).await;
+    let started = Instant::now();
+    let approvals: Vec<_> = (0..2)
+        .map(|_| {
+            let harness = harness.clone();
+            tokio::spawn(async move { harness.run("return await tools.echo({ text: 'a' })").await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let quick: Vec<_> = (0..6)
+        .map(|_| {
+            let harness = harness.clone();
+            tokio::spawn(async move {
+                let outcome = harness.run("return await tools.slow({})").await.unwrap();
+                (outcome, Instant::now())
+            })
+        })
+        .collect();
+    for run in quick {
+        let (outcome, finished) = run.await.unwrap();
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!("done")),
+            "{}",
+            outcome.to_json()
+        );
+        let took = finished - started;
+        eprintln!("quick run took {took:?}");
+        assert!(
+            took < Duration::from_millis(3000),
+            "a run that only needs a 1 s tool finished after {took:?}: it waited behind the approvals"
+        );
+    }
+    for run in approvals {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(
+            outcome.value_json(),
+            Some(json!({"echo": "a"})),
+            "{}",
+            outcome.to_json()
+        );
+    }
 }

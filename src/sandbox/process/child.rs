@@ -60,6 +60,7 @@ pub fn serve_worker() -> i32 {
         Ok(ToWorker::Hello(setup)) => setup,
         _ => return EXIT_PROTOCOL,
     };
+    let mut snapshot_from_host = false;
     if let Some(fingerprint) = &setup.snapshot {
         let Ok(bytes) = frame::read_raw_blocking(&mut input) else {
             return EXIT_PROTOCOL;
@@ -68,9 +69,11 @@ pub fn serve_worker() -> i32 {
         // start); one from another build would not fit this binary's ops.
         if *fingerprint == crate::sandbox::engine::snapshot_fingerprint() {
             crate::sandbox::engine::adopt_startup_snapshot(bytes);
+            snapshot_from_host = true;
         }
     }
     let mut confinement = super::harden::apply(setup.address_space_bytes);
+    confinement.snapshot_from_host = snapshot_from_host;
     if setup.probe {
         super::harden::probe(&mut confinement);
     }

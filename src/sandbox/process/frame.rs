@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::harden::Confinement;
+use super::harden::WorkerReport;
 use crate::call::{CallError, Limits};
 use crate::sandbox::{RunOutcome, ToolReply};
 
@@ -65,7 +65,7 @@ pub(crate) struct WorkerSetup {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum FromWorker {
     /// The worker is set up and takes programs; how it is confined.
-    Ready(Confinement),
+    Ready(WorkerReport),
     /// The worker's next isolate is built: a run starts at once (sent after `Ready` and after
     /// every outcome).
     Warm,

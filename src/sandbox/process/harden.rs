@@ -19,10 +19,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What confinement a worker process runs under, and what its probes met (a test, and
-/// `codemode doctor`-style checks, read it).
+/// How a worker process set itself up: its confinement, what its probes met (tests read it),
+/// and where its startup snapshot came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Confinement {
+pub struct WorkerReport {
+    /// The worker restores its isolates from its host's startup snapshot (it did not have to
+    /// make its own, most of a fresh worker's start).
+    pub snapshot_from_host: bool,
     /// `PR_SET_NO_NEW_PRIVS` is set.
     pub no_new_privs: bool,
     /// The seccomp filter is installed.
@@ -41,12 +44,12 @@ pub struct Confinement {
 }
 
 /// Apply the worker's confinement. A layer that cannot be applied is reported on stderr and in
-/// the [`Confinement`], and the worker goes on: each is a second layer behind the engine's own
+/// the [`WorkerReport`], and the worker goes on: each is a second layer behind the engine's own
 /// sandbox, which holds no tools and no host objects.
-pub(crate) fn apply(address_space_bytes: Option<u64>) -> Confinement {
-    let mut confinement = Confinement {
+pub(crate) fn apply(address_space_bytes: Option<u64>) -> WorkerReport {
+    let mut confinement = WorkerReport {
         address_space_bytes,
-        ..Confinement::default()
+        ..WorkerReport::default()
     };
     if let Some(bytes) = address_space_bytes {
         let limit = libc::rlimit {
@@ -69,7 +72,7 @@ fn complain(what: &str, error: impl std::fmt::Display) {
 }
 
 /// Try what confinement must refuse, from a fresh thread (threads inherit the filters).
-pub(crate) fn probe(confinement: &mut Confinement) {
+pub(crate) fn probe(confinement: &mut WorkerReport) {
     let (open, socket, exec) = std::thread::spawn(|| {
         let open = describe(std::fs::File::open("/etc/passwd").map(drop));
         // SAFETY: a plain socket(2) call; the descriptor, if any, is closed at once.
@@ -114,9 +117,9 @@ mod linux {
         SeccompRule, TargetArch,
     };
 
-    use super::{Confinement, complain};
+    use super::{WorkerReport, complain};
 
-    pub(super) fn apply(confinement: &mut Confinement) {
+    pub(super) fn apply(confinement: &mut WorkerReport) {
         // SAFETY: prctl with constant arguments; it only affects this process and its children.
         confinement.no_new_privs =
             unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0;

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 pub use child::{WORKER_ARG, serve_worker, serve_worker_if_requested};
 pub(crate) use frame::WorkerSetup;
-pub use harden::Confinement;
-pub use parent::probe_confinement;
+pub use harden::WorkerReport;
+pub use parent::probe_worker;
 pub(crate) use parent::{ProcessJob, ProcessPool};
 
 use crate::call::MIB;
@@ -46,6 +46,11 @@ pub struct ProcessConfig {
     /// Address-space ceiling (`RLIMIT_AS`) of each worker: past it allocations fail and the
     /// worker dies, ending its run as `crashed` (default 4 GiB; `None`: no ceiling).
     pub address_space_bytes: Option<u64>,
+    /// Workers started beyond [`SandboxConfig::workers`](crate::sandbox::SandboxConfig) while
+    /// runs queue and every worker's run only waits on tool calls or an approver (default 16).
+    /// They stop once the queue is empty. A run awaiting a 5-minute approval thus never keeps a
+    /// `return 1` waiting.
+    pub waiting_workers: usize,
 }
 
 impl Default for ProcessConfig {
@@ -55,6 +60,7 @@ impl Default for ProcessConfig {
             runs_per_worker: 64,
             rss_ceiling_bytes: 256 * MIB as u64,
             address_space_bytes: Some(4096 * MIB as u64),
+            waiting_workers: 16,
         }
     }
 }

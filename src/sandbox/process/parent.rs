@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, BufReader};
@@ -19,7 +19,7 @@ use super::ProcessConfig;
 use super::child::WORKER_ARG;
 use super::clock::{RemoteClock, RunClock};
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
-use super::harden::Confinement;
+use super::harden::WorkerReport;
 use crate::call::{CallError, ErrorKind, Limits};
 use crate::sandbox::engine;
 use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
@@ -42,12 +42,15 @@ const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 /// watchdog to answer before it kills the worker. The worker's watchdog gives a stuck engine
 /// [`STUCK_GRACE`] before it answers itself.
 const BACKSTOP: Duration = Duration::from_secs(STUCK_GRACE.as_secs() + 3);
+/// How long a slot started for waiting runs stays idle before it ends.
+const SPARE_IDLE_LIMIT: Duration = Duration::from_secs(5);
 /// How much of a worker's stderr is kept to explain its crash.
 const STDERR_TAIL_BYTES: usize = 4096;
 
 pub(crate) struct ProcessPool {
     jobs: Option<mpsc::UnboundedSender<ProcessJob>>,
     manager: Option<std::thread::JoinHandle<()>>,
+    shared: Arc<Shared>,
     /// Worker processes started, set up and idle right now.
     pub(crate) ready: Arc<AtomicUsize>,
 }
@@ -55,10 +58,57 @@ pub(crate) struct ProcessPool {
 struct Shared {
     jobs: tokio::sync::Mutex<mpsc::UnboundedReceiver<ProcessJob>>,
     setup: WorkerSetup,
-    /// This process's startup snapshot, handed to every worker it starts.
-    snapshot: Option<&'static [u8]>,
+    /// This process's startup snapshot, handed to every worker it starts (set by the manager
+    /// thread before any worker starts).
+    snapshot: OnceLock<Option<&'static [u8]>>,
     config: ProcessConfig,
     ready: Arc<AtomicUsize>,
+    /// The manager's event loop, where slots run.
+    handle: OnceLock<tokio::runtime::Handle>,
+    /// Slots that keep a worker whatever the load.
+    base: usize,
+    /// Jobs submitted and not yet taken by a slot.
+    queued: AtomicUsize,
+    /// Slots alive: starting, idle or running.
+    slots: AtomicUsize,
+    /// Slots waiting for a job.
+    idle: AtomicUsize,
+    /// Slots starting their worker.
+    starting: AtomicUsize,
+    /// Slots whose run only waits, on tool calls or an approver.
+    waiting: AtomicUsize,
+}
+
+impl Shared {
+    /// Start more workers when jobs queue while every worker's run only waits on tools or an
+    /// approver: a waiting run must not keep other runs from starting. One worker per queued
+    /// job not yet covered by an idle or starting worker, at most `waiting_workers` beyond the
+    /// base.
+    fn grow_if_all_wait(self: &Arc<Self>) {
+        let Some(handle) = self.handle.get() else {
+            return;
+        };
+        loop {
+            let slots = self.slots.load(Ordering::SeqCst);
+            let idle = self.idle.load(Ordering::SeqCst);
+            let starting = self.starting.load(Ordering::SeqCst);
+            let busy = slots.saturating_sub(idle + starting);
+            if self.queued.load(Ordering::SeqCst) <= idle + starting
+                || self.waiting.load(Ordering::SeqCst) < busy
+                || slots >= self.base + self.config.waiting_workers
+            {
+                return;
+            }
+            if self
+                .slots
+                .compare_exchange(slots, slots + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                self.starting.fetch_add(1, Ordering::SeqCst);
+                handle.spawn(slot(Arc::clone(self), false));
+            }
+        }
+    }
 }
 
 impl ProcessPool {
@@ -72,42 +122,59 @@ impl ProcessPool {
             .build()?;
         let (jobs, receiver) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicUsize::new(0));
-        let pool_ready = Arc::clone(&ready);
+        let base = workers.max(1);
+        let shared = Arc::new(Shared {
+            jobs: tokio::sync::Mutex::new(receiver),
+            setup,
+            snapshot: OnceLock::new(),
+            config,
+            ready: Arc::clone(&ready),
+            handle: OnceLock::new(),
+            base,
+            queued: AtomicUsize::new(0),
+            slots: AtomicUsize::new(base),
+            idle: AtomicUsize::new(0),
+            starting: AtomicUsize::new(base),
+            waiting: AtomicUsize::new(0),
+        });
+        let managed = Arc::clone(&shared);
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
             // Making the startup snapshot runs the engine, which needs a few MiB of stack.
             .stack_size(16 * crate::call::MIB)
             .spawn(move || {
-                let snapshot = engine::startup_snapshot().ok();
-                let mut setup = setup;
-                setup.snapshot = snapshot.map(|_| engine::snapshot_fingerprint());
-                let shared = Arc::new(Shared {
-                    jobs: tokio::sync::Mutex::new(receiver),
-                    setup,
-                    snapshot,
-                    config,
-                    ready: pool_ready,
-                });
+                let _ = managed.snapshot.set(engine::startup_snapshot().ok());
+                let _ = managed.handle.set(runtime.handle().clone());
                 runtime.block_on(async move {
-                    let mut slots = tokio::task::JoinSet::new();
-                    for _ in 0..workers.max(1) {
-                        slots.spawn(slot(Arc::clone(&shared)));
+                    for _ in 0..base {
+                        tokio::spawn(slot(Arc::clone(&managed), true));
                     }
-                    while slots.join_next().await.is_some() {}
+                    // Slots end once the queue is closed and their runs are over.
+                    while managed.slots.load(Ordering::SeqCst) > 0 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                 });
             })?;
         Ok(ProcessPool {
             jobs: Some(jobs),
             manager: Some(manager),
+            shared,
             ready,
         })
     }
 
     /// Queue a job; `false` when the pool is shut down.
     pub(crate) fn submit(&self, job: ProcessJob) -> bool {
-        self.jobs
-            .as_ref()
-            .is_some_and(|jobs| jobs.send(job).is_ok())
+        let Some(jobs) = &self.jobs else {
+            return false;
+        };
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        if jobs.send(job).is_err() {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        self.shared.grow_if_all_wait();
+        true
     }
 }
 
@@ -125,9 +192,12 @@ impl Drop for ProcessPool {
 /// One place in the pool: keeps a worker process up (starting it before any job arrives, so
 /// its isolate is warm) and runs jobs on it, replacing it when it crashes or wears out. While
 /// idle it listens to its worker too: a worker that dies idle is replaced at once, and one
-/// counts as ready when it says its next isolate is built.
-async fn slot(shared: Arc<Shared>) {
+/// counts as ready when it says its next isolate is built. A slot started for waiting runs
+/// (not `permanent`) ends once no job is queued.
+async fn slot(shared: Arc<Shared>, permanent: bool) {
     let mut worker: Option<WorkerProcess> = None;
+    // Whoever started this slot counted it as starting.
+    let mut starting = true;
     let mut failures: u32 = 0;
     // Whether this slot's worker is counted in `ready`.
     let mut counted = false;
@@ -139,7 +209,11 @@ async fn slot(shared: Arc<Shared>) {
     loop {
         let mut start_error = None;
         if worker.is_none() {
-            match WorkerProcess::start(&shared.setup, shared.snapshot, &shared.config).await {
+            if !std::mem::replace(&mut starting, true) {
+                shared.starting.fetch_add(1, Ordering::SeqCst);
+            }
+            let snapshot = shared.snapshot.get().copied().flatten();
+            match WorkerProcess::start(&shared.setup, snapshot, &shared.config).await {
                 Ok(started) => {
                     failures = 0;
                     worker = Some(started);
@@ -147,8 +221,17 @@ async fn slot(shared: Arc<Shared>) {
                 Err(e) => start_error = Some(e),
             }
         }
+        if std::mem::take(&mut starting) {
+            shared.starting.fetch_sub(1, Ordering::SeqCst);
+        }
+        if !permanent && shared.queued.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        shared.idle.fetch_add(1, Ordering::SeqCst);
         let job = tokio::select! {
-            job = async { shared.jobs.lock().await.recv().await } => job,
+            job = async { shared.jobs.lock().await.recv().await } => Some(job),
+            // A slot started for waiting runs does not outlive the need for it.
+            () = tokio::time::sleep(SPARE_IDLE_LIMIT), if !permanent => Some(None),
             message = idle_frame(&mut worker) => {
                 match message {
                     Some(Ok(FromWorker::Warm)) => {
@@ -165,10 +248,13 @@ async fn slot(shared: Arc<Shared>) {
                         }
                     }
                 }
-                continue;
+                None
             }
         };
+        shared.idle.fetch_sub(1, Ordering::SeqCst);
+        let Some(job) = job else { continue };
         let Some(job) = job else { break };
+        shared.queued.fetch_sub(1, Ordering::SeqCst);
         let Some(running) = worker.as_mut() else {
             let message = start_error.unwrap_or_else(|| "no worker process".into());
             let _ = job.reply.send(RunOutcome::failed(
@@ -181,7 +267,7 @@ async fn slot(shared: Arc<Shared>) {
             continue;
         };
         uncount(&mut counted);
-        let healthy = running.run(job).await;
+        let healthy = running.run(job, &shared).await;
         let worn = running.runs >= shared.config.runs_per_worker.max(1)
             || running.rss_bytes() > shared.config.rss_ceiling_bytes;
         if (!healthy || worn)
@@ -194,6 +280,7 @@ async fn slot(shared: Arc<Shared>) {
     if let Some(done) = worker.take() {
         done.retire();
     }
+    shared.slots.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// The next frame of an idle worker; never, when there is none.
@@ -213,7 +300,7 @@ struct WorkerProcess {
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_done: Option<oneshot::Receiver<()>>,
     runs: usize,
-    confinement: Confinement,
+    confinement: WorkerReport,
 }
 
 impl WorkerProcess {
@@ -260,10 +347,15 @@ impl WorkerProcess {
             stderr: tail,
             stderr_done: Some(stderr_done),
             runs: 0,
-            confinement: Confinement::default(),
+            confinement: WorkerReport::default(),
         };
-        worker.send(&ToWorker::Hello(setup.clone()));
-        if let (Some(_), Some(bytes)) = (&setup.snapshot, snapshot) {
+        // The host's startup snapshot follows the hello, so the worker need not make one.
+        let hello = WorkerSetup {
+            snapshot: snapshot.map(|_| engine::snapshot_fingerprint()),
+            ..setup.clone()
+        };
+        worker.send(&ToWorker::Hello(hello));
+        if let Some(bytes) = snapshot {
             let _ = worker.to.send(frame::raw(bytes));
         }
         match tokio::time::timeout(HANDSHAKE_LIMIT, worker.from.recv()).await {
@@ -298,7 +390,7 @@ impl WorkerProcess {
 
     /// Run one job; `false` when the worker must not take another (it crashed, was killed, or
     /// gave up an engine thread).
-    async fn run(&mut self, job: ProcessJob) -> bool {
+    async fn run(&mut self, job: ProcessJob, shared: &Arc<Shared>) -> bool {
         let ProcessJob {
             source,
             limits,
@@ -321,6 +413,12 @@ impl WorkerProcess {
             run_id: run_id.clone(),
         });
         let clock = Arc::new(RunClock::new(self.to.clone()));
+        // Calls of this run in flight: while there is one, the run only waits (on a tool or an
+        // approver), and the pool may start another worker for queued runs.
+        let in_flight = Arc::new(WaitingCalls {
+            calls: AtomicUsize::new(0),
+            shared: Arc::clone(shared),
+        });
         // The run's token for its calls: cancelled when the run ends with calls in flight.
         let calls_end = CancellationToken::new();
         let _end_calls = calls_end.clone().drop_guard();
@@ -352,9 +450,11 @@ impl WorkerProcess {
                             extensions: tools.extensions.clone(),
                         };
                         let call = tools.host.call(request);
+                        let waiting = in_flight.started();
                         tokio::spawn(async move {
                             let result = call.await;
                             let _ = answer.send(frame::encode(&ToWorker::Reply { id, result }));
+                            drop(waiting);
                         });
                     }
                     Some(Ok(FromWorker::CallsCancelled { run: ended })) => {
@@ -463,6 +563,33 @@ impl WorkerProcess {
     }
 }
 
+/// The calls of one run in flight, counted into the pool's `waiting` slots.
+struct WaitingCalls {
+    calls: AtomicUsize,
+    shared: Arc<Shared>,
+}
+
+impl WaitingCalls {
+    /// One more call in flight; the guard ends it.
+    fn started(self: &Arc<Self>) -> CallInFlight {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.shared.waiting.fetch_add(1, Ordering::SeqCst);
+            self.shared.grow_if_all_wait();
+        }
+        CallInFlight(Arc::clone(self))
+    }
+}
+
+struct CallInFlight(Arc<WaitingCalls>);
+
+impl Drop for CallInFlight {
+    fn drop(&mut self) {
+        if self.0.calls.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.shared.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 fn read_frames(stdout: ChildStdout) -> mpsc::UnboundedReceiver<Result<FromWorker, FrameError>> {
     let (frames, from) = mpsc::unbounded_channel();
     tokio::spawn(async move {
@@ -504,10 +631,10 @@ fn keep_tail(
 ///
 /// # Errors
 /// The worker could not be started or did not complete its handshake.
-pub async fn probe_confinement(
+pub async fn probe_worker(
     config: &ProcessConfig,
     heap_bytes: usize,
-) -> Result<Confinement, String> {
+) -> Result<WorkerReport, String> {
     let setup = WorkerSetup {
         heap_bytes,
         worker_stack_bytes: 16 * crate::call::MIB,
@@ -516,7 +643,19 @@ pub async fn probe_confinement(
         probe: true,
         snapshot: None,
     };
-    let worker = WorkerProcess::start(&setup, None, config).await?;
+    // Making the snapshot runs the engine, which needs a thread with a few MiB of stack.
+    let snapshot = tokio::task::spawn_blocking(|| {
+        std::thread::Builder::new()
+            .stack_size(16 * crate::call::MIB)
+            .spawn(|| engine::startup_snapshot().ok())
+            .ok()
+            .and_then(|thread| thread.join().ok())
+            .flatten()
+    })
+    .await
+    .ok()
+    .flatten();
+    let worker = WorkerProcess::start(&setup, snapshot, config).await?;
     let confinement = worker.confinement.clone();
     worker.retire();
     Ok(confinement)
