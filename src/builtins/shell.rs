@@ -267,7 +267,7 @@ async fn run(
                 message.push_str("\noutput before the timeout (last part):\n");
                 message.push_str(&partial[start..]);
             }
-            return Err(ToolFailure::new(message));
+            return Err(ToolFailure::timed_out(timeout_ms, message));
         }
         _ = cancel.cancelled() => {
             group.kill();

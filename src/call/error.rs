@@ -213,6 +213,9 @@ pub struct ToolFailure {
     /// A size limit the body ran into (e.g. an upstream answer over 16 MiB): the call fails with
     /// `LIMIT_EXCEEDED` and `details = {limit, value}` instead of `TOOL_ERROR`.
     pub limit: Option<(LimitKind, u64)>,
+    /// The body enforced its own time limit (e.g. the shell tool's `timeout_ms`): the call fails
+    /// with `TIMEOUT` and `details = {after_ms}`, like the pipeline's own timeout.
+    pub timed_out_after_ms: Option<u64>,
 }
 
 impl ToolFailure {
@@ -222,6 +225,7 @@ impl ToolFailure {
             message: message.into(),
             retryable: false,
             limit: None,
+            timed_out_after_ms: None,
         }
     }
 
@@ -231,6 +235,7 @@ impl ToolFailure {
             message: message.into(),
             retryable: true,
             limit: None,
+            timed_out_after_ms: None,
         }
     }
 
@@ -240,6 +245,17 @@ impl ToolFailure {
             message: message.into(),
             retryable: false,
             limit: Some((limit, value)),
+            timed_out_after_ms: None,
+        }
+    }
+
+    /// The body stopped itself after its own time limit of `after_ms`: `TIMEOUT`, not retryable.
+    pub fn timed_out(after_ms: u64, message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            retryable: false,
+            limit: None,
+            timed_out_after_ms: Some(after_ms),
         }
     }
 }

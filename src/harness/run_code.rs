@@ -10,7 +10,7 @@ use super::CodeMode;
 use crate::call::Limits;
 use crate::sandbox::{RunOutcome, render};
 use crate::sdk::run_code_description;
-use crate::tool::{Card, ToolBuildError, ToolDefinition};
+use crate::tool::{Card, ToolBuildError, ToolDefinition, ValueFailure};
 
 /// The name of the Code Mode tool.
 pub const RUN_CODE: &str = "run_code";
@@ -51,6 +51,15 @@ pub(crate) fn run_code_tool(
             }
         })
         .render_typed(move |outcome: &RunOutcome| render(outcome, output_bytes))
+        .value_failure_typed(|outcome: &RunOutcome| {
+            let error = outcome.error.as_ref().filter(|_| !outcome.is_ok())?;
+            let status = outcome.status.as_str();
+            Some(ValueFailure {
+                code: status.to_ascii_uppercase(),
+                message: error.message.clone(),
+                details: json!({"status": status, "name": error.name}),
+            })
+        })
         .present_call(|args| Card::Generic {
             title: RUN_CODE.into(),
             body: args.get("code").and_then(Value::as_str).map(str::to_string),

@@ -59,6 +59,11 @@ pub(crate) fn approves(answer: &Value) -> bool {
             .unwrap_or(false)
 }
 
+/// The one wording of a user's refusal, whatever the protocol version carried it (an
+/// elicitation declined, cancelled or accepted without the box ticked, or an input-required
+/// answer saying no): programs and logs must not depend on how the client asked.
+pub(crate) const USER_REFUSED: &str = "the user did not approve the call";
+
 impl Approver for ElicitationApprover {
     fn approve<'a>(
         &'a self,
@@ -81,7 +86,7 @@ impl Approver for ElicitationApprover {
                     }
                     match answer.await {
                         Ok(true) => Ok(ApprovalDecision::Approve),
-                        Ok(false) => refuse("the user declined".into()),
+                        Ok(false) => refuse(USER_REFUSED.into()),
                         Err(_) => refuse("the client did not answer the approval request".into()),
                     }
                 }
@@ -95,10 +100,10 @@ impl Approver for ElicitationApprover {
                             if approves(&answer) {
                                 Ok(ApprovalDecision::Approve)
                             } else {
-                                refuse("the user did not approve".into())
+                                refuse(USER_REFUSED.into())
                             }
                         }
-                        Ok(_) => refuse("the user declined".into()),
+                        Ok(_) => refuse(USER_REFUSED.into()),
                         Err(e) => refuse(format!("the approval request to the client failed: {e}")),
                     }
                 }

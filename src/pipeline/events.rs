@@ -53,7 +53,9 @@ pub struct ResultEvent {
     pub tool: String,
     /// Who issued the call.
     pub caller: Caller,
-    /// `ok` or `error`.
+    /// `ok` or `error`. A value that reports a failure of its own makes it `error` with the
+    /// value kept: a `run_code` run that did not end `ok` (`code` is its status upper-cased,
+    /// `TIMEOUT`, `CANCELLED`, ...; `details` is `{status, name}`).
     pub status: CallStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The error code, on error.

@@ -23,7 +23,7 @@ use crate::call::CANCEL_GRACE;
 use crate::call::ids::{next_call_id, now_rfc3339};
 use crate::call::{CallError, ErrorKind, LimitKind};
 use crate::call::{CallStatus, Caller, ContextEntry};
-use crate::call::{Extensions, Typed, TypedSlot};
+use crate::call::{Extensions, Typed};
 use crate::tool::{Card, ProgressReporter, RegisteredTool, ResultView};
 
 /// What every call has, valid or not.
@@ -276,20 +276,18 @@ async fn run(
         extensions: &base.extensions,
     };
     gates::authorize(inner, &info, ready.observer.as_deref(), &mut waits.approval).await?;
-    let dispatch = Dispatch {
-        call_id: base.call_id.clone(),
-        path: tool.shared_path.clone(),
-        tool: tool.tool.clone(),
-        args: base.args.clone(),
-        caller: base.caller.clone(),
-        parallel: ready.parallel,
-        cancel: std::mem::take(&mut ready.cancel),
-        attempt: 1,
-        extensions: base.extensions.clone(),
-        progress: Arc::clone(&inner.sinks) as Arc<dyn ProgressReporter>,
-        typed: TypedSlot::default(),
-    };
-    let typed = dispatch.typed.clone();
+    let dispatch = Dispatch::new(
+        base.call_id.clone(),
+        tool.shared_path.clone(),
+        tool.tool.clone(),
+        base.args.clone(),
+        base.caller.clone(),
+        ready.parallel,
+        std::mem::take(&mut ready.cancel),
+        base.extensions.clone(),
+        Arc::clone(&inner.sinks) as Arc<dyn ProgressReporter>,
+    );
+    let typed = dispatch.typed_slot();
     // The point of no return for cancellation (see `CANCEL_GRACE`).
     started.store(true, Ordering::Release);
     let value = Next::new(inner.wrappers.clone()).run(dispatch).await?;
@@ -327,14 +325,35 @@ fn complete(
         .as_ref()
         .and_then(|t| t.tool.present_result(&base.args, &view));
     let duration = base.started.elapsed();
+    // A value can report a failure of its own (`run_code`'s outcome): the event follows it.
+    let value_failure = base
+        .tool
+        .as_ref()
+        .zip(value.as_deref())
+        .and_then(|(t, v)| t.tool.value_failure(v, typed.as_ref()));
+    let (event_status, event_code, event_message, event_details) = match (&error, value_failure) {
+        (Some(e), _) => (
+            CallStatus::Error,
+            Some(e.code().as_str().to_owned()),
+            Some(e.message.clone()),
+            Some(e.details()),
+        ),
+        (None, Some(f)) => (
+            CallStatus::Error,
+            Some(f.code),
+            Some(f.message),
+            Some(f.details),
+        ),
+        (None, None) => (status, None, None, None),
+    };
     let mut event = Event::Result(ResultEvent {
         call_id: base.call_id,
         tool: base.path,
         caller: base.caller,
-        status,
-        code: code.map(str::to_owned),
-        message: error.as_ref().map(|e| e.message.clone()),
-        details: error.as_ref().map(CallError::details),
+        status: event_status,
+        code: event_code,
+        message: event_message,
+        details: event_details,
         value,
         content,
         contexts,

@@ -65,6 +65,7 @@ pub struct ToolBuilder {
     present_call: Option<super::definition::PresentCallFn>,
     present_result: Option<super::definition::PresentResultFn>,
     finalize: Option<super::definition::FinalizeFn>,
+    value_failure: Option<super::definition::ValueFailureFn>,
 }
 
 impl std::fmt::Debug for ToolBuilder {
@@ -93,6 +94,7 @@ impl ToolDefinition {
             present_call: None,
             present_result: None,
             finalize: None,
+            value_failure: None,
         }
     }
 
@@ -173,6 +175,21 @@ impl ToolBuilder {
                     Ok(parsed) => f(&parsed),
                     Err(_) => super::present::default_render(value),
                 },
+            }
+        }));
+        self
+    }
+    /// Says when a successful typed value of an [`execute_typed`](Self::execute_typed) body
+    /// reports a failure of its own (`run_code`'s outcome): the result event then says `error`.
+    pub(crate) fn value_failure_typed<T, F>(mut self, f: F) -> Self
+    where
+        T: DeserializeOwned + Send + Sync + 'static,
+        F: Fn(&T) -> Option<super::definition::ValueFailure> + Send + Sync + 'static,
+    {
+        self.value_failure = Some(Arc::new(move |value, typed| {
+            match typed.and_then(Typed::downcast::<T>) {
+                Some(typed) => f(typed),
+                None => T::deserialize(value).ok().and_then(|parsed| f(&parsed)),
             }
         }));
         self
@@ -301,6 +318,7 @@ impl ToolBuilder {
                 present_call: self.present_call,
                 present_result: self.present_result,
                 finalize: self.finalize,
+                value_failure: self.value_failure,
             }),
         })
     }

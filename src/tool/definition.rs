@@ -15,6 +15,9 @@ use crate::schema::CompiledSchema;
 pub(crate) type ExecuteFn =
     Arc<dyn Fn(Value, ExecContext) -> BoxFuture<'static, Result<Value, ToolFailure>> + Send + Sync>;
 pub(crate) type RenderFn = Arc<dyn Fn(&Value, Option<&Typed>) -> String + Send + Sync>;
+/// Reads a successful value that reports a failure of its own (see [`ValueFailure`]).
+pub(crate) type ValueFailureFn =
+    Arc<dyn Fn(&Value, Option<&Typed>) -> Option<ValueFailure> + Send + Sync>;
 pub(crate) type ClassifierFn = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 pub(crate) type PresentCallFn = Arc<dyn Fn(&Value) -> Card + Send + Sync>;
 pub(crate) type PresentResultFn = Arc<dyn Fn(&Value, &ResultView<'_>) -> Card + Send + Sync>;
@@ -74,6 +77,17 @@ pub(crate) struct ToolInner {
     pub(crate) present_call: Option<PresentCallFn>,
     pub(crate) present_result: Option<PresentResultFn>,
     pub(crate) finalize: Option<FinalizeFn>,
+    pub(crate) value_failure: Option<ValueFailureFn>,
+}
+
+/// A failure carried inside a successful value: `run_code` answers with its run's outcome, and
+/// an outcome that did not end `ok` makes the call's result event say `error` (with this code
+/// and message) while the value stays whole for logs and replay.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ValueFailure {
+    pub(crate) code: String,
+    pub(crate) message: String,
+    pub(crate) details: Value,
 }
 
 /// A tool definition. Cheap to clone (shared).
@@ -132,6 +146,15 @@ impl ToolDefinition {
             Some(render) => render(value, typed),
             None => super::present::default_render(value),
         }
+    }
+
+    /// The failure a successful value reports, for tools whose value can (see [`ValueFailure`]).
+    pub(crate) fn value_failure(
+        &self,
+        value: &Value,
+        typed: Option<&Typed>,
+    ) -> Option<ValueFailure> {
+        self.inner.value_failure.as_ref()?(value, typed)
     }
 
     /// The call card; `None` without a presenter. Panics in presenters yield a generic card.

@@ -7,8 +7,8 @@ mod present;
 mod registry;
 
 pub use builder::{ToolBuildError, ToolBuilder};
-pub(crate) use definition::ProgressReporter;
 pub use definition::{ExecContext, ToolDefinition};
+pub(crate) use definition::{ProgressReporter, ValueFailure};
 pub use names::{is_identifier, sandbox_name};
 pub use present::{Card, ResultView, SearchHit, default_render};
 pub use registry::{RegisteredTool, RegistryError, ToolInfo, ToolRegistry};

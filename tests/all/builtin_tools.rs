@@ -976,7 +976,9 @@ async fn shell_timeout_kills_the_whole_process_group() {
         started.elapsed()
     );
     let err = out.error.expect("times out");
-    assert_eq!(err.code(), ErrorCode::ToolError);
+    // The shell's own `timeout_ms` is a timeout like any other (not a tool failure).
+    assert_eq!(err.code(), ErrorCode::Timeout);
+    assert_eq!(err.details(), json!({"after_ms": 300}));
     assert!(
         err.message.contains("timed out after 300 ms"),
         "{}",

@@ -381,6 +381,46 @@ async fn only_run_code_is_durable_and_nested_calls_are_observed_live() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_durable_result_event_follows_the_runs_status() {
+    let h = harness(Limits {
+        deadline: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    for source in ["return 1", "throw new TypeError('boom')", "while (true) {}"] {
+        run_code(&h, source).await;
+    }
+    let log = std::fs::read_to_string(&h.log_path).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(Value, Value, Value)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["status"].clone(),
+                l["code"].clone(),
+                l["value"]["status"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (json!("ok"), Value::Null, json!("ok")),
+            (json!("error"), json!("ERROR"), json!("error")),
+            (json!("error"), json!("TIMEOUT"), json!("timeout")),
+        ],
+        "{log}"
+    );
+    assert_eq!(lines[1]["message"], "boom");
+    assert_eq!(
+        lines[1]["details"],
+        json!({"status": "error", "name": "TypeError"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_description_embeds_the_sdk_of_visible_tools() {
     let h = harness(Limits::default());
     let description = h.harness.run_code().description();

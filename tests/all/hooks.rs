@@ -44,8 +44,8 @@ async fn hooks_guards_wrappers_and_body_see_the_same_arguments_snapshot() {
         .wrap(around_fn(move |call, next| {
             s3.lock().unwrap().push((
                 "wrapper".into(),
-                Arc::as_ptr(&call.args) as usize,
-                (*call.args).clone(),
+                call.args() as *const Value as usize,
+                call.args().clone(),
             ));
             next.run(call)
         }))

@@ -94,6 +94,7 @@ fn flaky(
                     message: format!("attempt {n} failed"),
                     retryable,
                     limit: None,
+                    timed_out_after_ms: None,
                 })
             } else {
                 Ok(json!(n))
@@ -200,6 +201,76 @@ async fn metrics_wrapper_counts_calls_and_errors_per_tool() {
     let _ = p.call(CallRequest::new("flaky", json!({}))).await;
     let stats = p.metrics().snapshot()["flaky"];
     assert_eq!((stats.calls, stats.errors), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn stats_count_every_attempt_of_a_call_that_succeeded_after_retries() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let p = Pipeline::builder(registry([flaky(true, 2, true, calls.clone())])).build();
+    let out = p.call(CallRequest::new("flaky", json!({}))).await;
+    assert_eq!(out.value.as_deref(), Some(&json!(3)));
+    let stats = p.metrics().snapshot()["flaky"];
+    assert_eq!((stats.calls, stats.errors, stats.attempts), (1, 0, 3));
+}
+
+#[tokio::test]
+async fn a_hand_written_retry_wrapper_sees_true_attempt_numbers() {
+    // The body counts its own attempts, so a wrapper that re-runs `next` itself (no access to
+    // any counter) still yields correct `attempts` in the body and the error.
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let p = Pipeline::builder(registry([flaky(false, 10, false, calls.clone())]))
+        .clear_wrappers()
+        .wrap(around_fn(move |call, next| {
+            let log = log.clone();
+            async move {
+                let mut last = None;
+                for _ in 0..4 {
+                    log.lock().unwrap().push(call.attempts());
+                    last = Some(next.clone().run(call.clone()).await);
+                }
+                log.lock().unwrap().push(call.attempts());
+                last.unwrap()
+            }
+        }))
+        .build();
+    let err = p
+        .call(CallRequest::new("flaky", json!({})))
+        .await
+        .error
+        .unwrap();
+    assert_eq!(err.details(), json!({"retryable": false, "attempts": 4}));
+    assert_eq!(*seen.lock().unwrap(), [0, 1, 2, 3, 4]);
+}
+
+#[tokio::test]
+async fn a_wrapper_cannot_make_the_body_run_other_arguments_than_the_logged_ones() {
+    // `Dispatch` has no public fields and no public constructor: a wrapper can read the snapshot
+    // and choose whether to run it, nothing else. The body and the durable record agree.
+    let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let bodies = ran.clone();
+    let tool = ToolDefinition::builder("read")
+        .execute(move |args, _| {
+            bodies.lock().unwrap().push(args.clone());
+            async move { Ok::<_, ToolFailure>(json!("done")) }
+        })
+        .build()
+        .unwrap();
+    let p = Pipeline::builder(registry([tool]))
+        .wrap(around_fn(|call, next| async move {
+            // All a wrapper can do with the call: look at it, clone it, pass it on.
+            let copy = call.clone();
+            assert_eq!(copy.args(), &json!({"path": "public.txt"}));
+            assert!(!copy.parallel());
+            next.run(copy).await
+        }))
+        .build();
+    let out = p
+        .call(CallRequest::new("read", json!({"path": "public.txt"})))
+        .await;
+    assert_eq!(out.value.as_deref(), Some(&json!("done")));
+    assert_eq!(*ran.lock().unwrap(), [json!({"path": "public.txt"})]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -21,8 +21,8 @@ pub struct ToolStats {
     pub errors: u64,
     /// Calls that ended in `TIMEOUT`.
     pub timeouts: u64,
-    /// Body attempts, retries included. Only a call that fails with `TOOL_ERROR` reports its
-    /// attempts; any other call counts one.
+    /// Body attempts, retries included (a call that succeeds on its third attempt counts 3; a
+    /// call refused before its body ran counts 0).
     pub attempts: u64,
     /// Time spent in the wrapped dispatch, every attempt and backoff included.
     pub total: Duration,
@@ -81,16 +81,11 @@ impl Around for MetricsWrapper {
     fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>> {
         let metrics = self.metrics.clone();
         let path = call.path.clone();
+        let counter = call.attempts.clone();
         let start = Instant::now();
         next.run(call)
             .map(move |result| {
-                let attempts = match &result {
-                    Err(CallError {
-                        kind: crate::pipeline::ErrorKind::ToolError { attempts, .. },
-                        ..
-                    }) => *attempts,
-                    _ => 1,
-                };
+                let attempts = counter.load(std::sync::atomic::Ordering::Acquire);
                 metrics.record(
                     &path,
                     start.elapsed(),

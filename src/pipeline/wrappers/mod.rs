@@ -12,6 +12,7 @@ mod timeout;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -26,28 +27,113 @@ use crate::call::{CallError, Caller, ErrorKind, Extensions, TypedSlot};
 use crate::tool::{ExecContext, ProgressReporter, ToolDefinition};
 
 /// The call as wrappers see it. Cheap to clone (retries run it again).
+///
+/// Read-only by construction: a wrapper decides whether, when and how often the body runs, never
+/// what it runs. The body executes exactly the arguments snapshot that hooks, guards, the
+/// approver and the logs saw (DESIGN.md §3), on the tool the call resolved to, with the
+/// scheduling (`parallel`) and provenance (`caller`) the pipeline decided.
+///
+/// ```compile_fail
+/// # use codemode::pipeline::around_fn;
+/// // Fields are private: a wrapper cannot swap the arguments.
+/// around_fn(|mut call, next| async move {
+///     call.args = std::sync::Arc::new(serde_json::json!({"path": "secret"}));
+///     next.run(call).await
+/// });
+/// ```
 #[derive(Clone)]
 pub struct Dispatch {
+    call_id: Arc<str>,
+    path: Arc<str>,
+    tool: ToolDefinition,
+    args: Arc<Value>,
+    caller: Caller,
+    parallel: bool,
+    cancel: CancellationToken,
+    /// Body attempts started so far, shared by every clone: the body counts itself, so a retry
+    /// wrapper of any origin reports true attempt numbers.
+    attempts: Arc<AtomicU32>,
+    extensions: Extensions,
+    progress: Arc<dyn ProgressReporter>,
+    typed: TypedSlot,
+}
+
+impl Dispatch {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        call_id: Arc<str>,
+        path: Arc<str>,
+        tool: ToolDefinition,
+        args: Arc<Value>,
+        caller: Caller,
+        parallel: bool,
+        cancel: CancellationToken,
+        extensions: Extensions,
+        progress: Arc<dyn ProgressReporter>,
+    ) -> Self {
+        Dispatch {
+            call_id,
+            path,
+            tool,
+            args,
+            caller,
+            parallel,
+            cancel,
+            attempts: Arc::default(),
+            extensions,
+            progress,
+            typed: TypedSlot::default(),
+        }
+    }
+
     /// The call's id.
-    pub call_id: Arc<str>,
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
     /// Sandbox path of the tool.
-    pub path: Arc<str>,
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// The tool called.
-    pub tool: ToolDefinition,
+    pub fn tool(&self) -> &ToolDefinition {
+        &self.tool
+    }
+
     /// The arguments snapshot, shared with hooks, guards and the body.
-    pub args: Arc<Value>,
+    pub fn args(&self) -> &Value {
+        &self.args
+    }
+
     /// Who issued the call.
-    pub caller: Caller,
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
     /// Whether the scheduler runs it in the parallel pool.
-    pub parallel: bool,
+    pub fn parallel(&self) -> bool {
+        self.parallel
+    }
+
     /// The call's own token (a child of the caller's): cancelling it asks the body to stop.
-    pub cancel: CancellationToken,
-    /// 1-based attempt number; the retry wrapper increments it.
-    pub attempt: u32,
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Body attempts started so far: 0 before the body first runs, 3 after two retries.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
     /// The call's typed data.
-    pub extensions: Extensions,
-    pub(crate) progress: Arc<dyn ProgressReporter>,
-    pub(crate) typed: TypedSlot,
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    pub(crate) fn typed_slot(&self) -> TypedSlot {
+        self.typed.clone()
+    }
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -58,7 +144,7 @@ impl std::fmt::Debug for Dispatch {
             .field("args", &self.args)
             .field("caller", &self.caller)
             .field("parallel", &self.parallel)
-            .field("attempt", &self.attempt)
+            .field("attempts", &self.attempts())
             .finish_non_exhaustive()
     }
 }
@@ -108,7 +194,7 @@ impl Next {
 }
 
 fn run_body(call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
-    let attempts = call.attempt;
+    let attempts = call.attempts.fetch_add(1, Ordering::AcqRel) + 1;
     let exec = ExecContext {
         call_id: call.call_id,
         caller: call.caller,
@@ -122,11 +208,12 @@ fn run_body(call: Dispatch) -> BoxFuture<'static, Result<Value, CallError>> {
     // itself stays untouched for hooks, events and presenters.
     let fut = (call.tool.inner.execute)(Value::clone(&call.args), exec);
     fut.map(move |r| {
-        r.map_err(|f| match f.limit {
-            Some((limit, value)) => {
+        r.map_err(|f| match (f.limit, f.timed_out_after_ms) {
+            (Some((limit, value)), _) => {
                 CallError::new(ErrorKind::LimitExceeded { limit, value }, f.message)
             }
-            None => CallError::new(
+            (None, Some(after_ms)) => CallError::new(ErrorKind::Timeout { after_ms }, f.message),
+            (None, None) => CallError::new(
                 ErrorKind::ToolError {
                     retryable: f.retryable,
                     attempts,

@@ -68,12 +68,11 @@ fn retryable(err: &CallError) -> bool {
 
 impl Around for RetryWrapper {
     fn around(&self, call: Dispatch, next: Next) -> BoxFuture<'static, Result<Value, CallError>> {
-        if !call.parallel || self.policy.max_retries == 0 {
+        if !call.parallel() || self.policy.max_retries == 0 {
             return next.run(call);
         }
         let policy = self.policy;
         async move {
-            let mut call = call;
             let mut retry = 0;
             loop {
                 let result = next.clone().run(call.clone()).await;
@@ -81,12 +80,11 @@ impl Around for RetryWrapper {
                     Err(e)
                         if retryable(&e)
                             && retry < policy.max_retries
-                            && !call.cancel.is_cancelled() =>
+                            && !call.cancel_token().is_cancelled() =>
                     {
                         retry += 1;
-                        tracing::debug!(attempt = call.attempt, error = %e, "retrying tool call");
+                        tracing::debug!(attempts = call.attempts(), error = %e, "retrying tool call");
                         tokio::time::sleep(policy.backoff(retry)).await;
-                        call.attempt += 1;
                     }
                     other => return other,
                 }
