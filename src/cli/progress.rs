@@ -16,10 +16,18 @@ const TICK: Duration = Duration::from_millis(100);
 /// Calls named in the line; the rest are counted.
 const SHOWN: usize = 3;
 
+/// One call in flight: its tool, whether it still waits in the queue, and since when it runs
+/// (or waits).
+struct InFlight {
+    tool: String,
+    queued: bool,
+    since: Instant,
+}
+
 #[derive(Default)]
 struct State {
-    /// By call id: tool path and start.
-    in_flight: BTreeMap<Arc<str>, (String, Instant)>,
+    /// By call id.
+    in_flight: BTreeMap<Arc<str>, InFlight>,
     done: u64,
 }
 
@@ -32,9 +40,18 @@ impl EventSink for ProgressSink {
         let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match event {
             Event::Call(e) if matches!(e.caller, Caller::CodeMode { .. }) => {
-                state
-                    .in_flight
-                    .insert(e.call_id.clone(), (e.tool.clone(), Instant::now()));
+                let call = InFlight {
+                    tool: e.tool.clone(),
+                    queued: e.queued,
+                    since: Instant::now(),
+                };
+                state.in_flight.insert(e.call_id.clone(), call);
+            }
+            Event::Started(e) => {
+                if let Some(call) = state.in_flight.get_mut(&e.call_id) {
+                    call.queued = false;
+                    call.since = Instant::now();
+                }
             }
             Event::Result(e) if state.in_flight.remove(&e.call_id).is_some() => state.done += 1,
             _ => {}
@@ -42,11 +59,13 @@ impl EventSink for ProgressSink {
     }
 }
 
-/// The progress line: elapsed time, calls done, calls in flight (oldest first), cut to `width`.
+/// The progress line: elapsed time, calls done, calls running (oldest first), how many wait in
+/// the queue behind exclusive calls, cut to `width`.
 pub fn progress_line(
     elapsed: Duration,
     done: u64,
     in_flight: &[(String, Duration)],
+    queued: usize,
     width: usize,
 ) -> String {
     let mut line = format!("[{:.1} s] {done} calls done", elapsed.as_secs_f64());
@@ -61,6 +80,9 @@ pub fn progress_line(
         if in_flight.len() > SHOWN {
             line.push_str(&format!(" (+{} more)", in_flight.len() - SHOWN));
         }
+    }
+    if queued > 0 {
+        line.push_str(&format!("; {queued} queued"));
     }
     if line.chars().count() >= width {
         line = line.chars().take(width.saturating_sub(2)).collect();
@@ -92,17 +114,19 @@ impl ProgressDisplay {
                 let Ok(_screen) = screen.try_lock() else {
                     continue;
                 };
-                let (done, mut calls) = {
+                let (done, mut calls, queued) = {
                     let state = sink.0.lock().unwrap_or_else(|p| p.into_inner());
                     let calls: Vec<(String, Duration)> = state
                         .in_flight
                         .values()
-                        .map(|(tool, at)| (tool.clone(), at.elapsed()))
+                        .filter(|c| !c.queued)
+                        .map(|c| (c.tool.clone(), c.since.elapsed()))
                         .collect();
-                    (state.done, calls)
+                    let queued = state.in_flight.len() - calls.len();
+                    (state.done, calls, queued)
                 };
                 calls.sort_by_key(|c| std::cmp::Reverse(c.1));
-                let line = progress_line(elapsed, done, &calls, terminal_width());
+                let line = progress_line(elapsed, done, &calls, queued, terminal_width());
                 let mut err = std::io::stderr().lock();
                 let _ = write!(err, "\r\x1b[2K{line}");
                 let _ = err.flush();
@@ -140,21 +164,58 @@ mod tests {
     use super::*;
 
     #[test]
+    fn queued_calls_are_counted_as_queued_until_their_turn() {
+        use codemode::pipeline::{CallEvent, StartedEvent};
+        let sink = ProgressSink::default();
+        let call = |id: &str, queued| {
+            Event::Call(CallEvent {
+                call_id: id.into(),
+                tool: "write_file".into(),
+                caller: Caller::code_mode("r_1", 1),
+                args: Arc::new(serde_json::Value::Null),
+                card: None,
+                at: String::new(),
+                queued,
+                extensions: Default::default(),
+            })
+        };
+        sink.emit(&call("c1", false));
+        sink.emit(&call("c2", true));
+        let queued = |sink: &ProgressSink| {
+            let state = sink.0.lock().unwrap();
+            state.in_flight.values().filter(|c| c.queued).count()
+        };
+        assert_eq!(queued(&sink), 1);
+        sink.emit(&Event::Started(StartedEvent {
+            call_id: "c2".into(),
+            tool: "write_file".into(),
+            caller: Caller::code_mode("r_1", 2),
+            queued_ms: 5.0,
+            extensions: Default::default(),
+        }));
+        assert_eq!(queued(&sink), 0);
+    }
+
+    #[test]
     fn line_names_calls_in_flight_and_counts_the_rest() {
         let calls: Vec<(String, Duration)> = ["grep", "glob", "read_file", "shell"]
             .iter()
             .map(|t| (t.to_string(), Duration::from_millis(1500)))
             .collect();
-        let line = progress_line(Duration::from_millis(2345), 7, &calls, 200);
+        let line = progress_line(Duration::from_millis(2345), 7, &calls, 0, 200);
         assert_eq!(
             line,
             "[2.3 s] 7 calls done; running: grep 1.5 s, glob 1.5 s, read_file 1.5 s (+1 more)"
         );
         assert_eq!(
-            progress_line(Duration::from_secs(1), 0, &[], 200),
+            progress_line(Duration::from_secs(1), 0, &[], 0, 200),
             "[1.0 s] 0 calls done"
         );
-        let cut = progress_line(Duration::from_secs(1), 0, &calls, 20);
+        assert_eq!(
+            progress_line(Duration::from_secs(1), 0, &calls[..1], 2, 200),
+            "[1.0 s] 0 calls done; running: grep 1.5 s; 2 queued"
+        );
+        let cut = progress_line(Duration::from_secs(1), 0, &calls, 0, 20);
         assert_eq!(cut.chars().count(), 19, "{cut}");
     }
 }

@@ -2,6 +2,12 @@
 //! tool, a SHA-256 digest of the canonical JSON of its arguments, the outcome code and timing,
 //! and never a value. Register it as a live observer: it reads `tools/result` events.
 //!
+//! A call that was denied or put to the approver also carries `decision` (`deny` or
+//! `approved`), `by` (`policy`, `hook`, `guard` or `approver`) and `reason` (for an approved call,
+//! why it was asked; `asked` keeps that on a call denied after being asked). `duration_ms` is
+//! issue to completion; `queued_ms` (behind exclusive calls) and `approval_ms` (waiting for the
+//! approver) are the parts of it that were waiting, not running.
+//!
 //! `executed` says whether the tool's body started: a `CANCELLED` call with `executed: false`
 //! had no effect; any record with `executed: true` may have (a call whose run ended while its
 //! tool was running is recorded with the tool's own outcome, after the run).
@@ -56,7 +62,7 @@ impl EventSink for AuditLog {
         if e.caller.is_durable() && !self.include_direct {
             return;
         }
-        let record = json!({
+        let mut record = json!({
             "event": "audit",
             "call_id": e.call_id,
             "tool": e.tool,
@@ -67,7 +73,17 @@ impl EventSink for AuditLog {
             "executed": e.executed,
             "started_at": e.started_at,
             "duration_ms": e.duration_ms,
+            "queued_ms": e.queued_ms,
+            "approval_ms": e.approval_ms,
         });
+        if let (Some(auth), Value::Object(fields)) = (&e.authorization, &mut record) {
+            fields.insert("decision".into(), json!(auth.decision));
+            fields.insert("by".into(), json!(auth.by));
+            fields.insert("reason".into(), json!(auth.reason));
+            if let Some(asked) = &auth.asked {
+                fields.insert("asked".into(), json!(asked));
+            }
+        }
         let mut line = record.to_string().into_bytes();
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());

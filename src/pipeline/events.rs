@@ -27,6 +27,27 @@ pub struct CallEvent {
     pub card: Option<Card>,
     /// When it was issued (RFC 3339).
     pub at: String,
+    #[serde(default)]
+    /// The call waits behind exclusive calls before it can run; a `tools/started` event says
+    /// when its turn comes. `false`: it goes straight to the gates.
+    pub queued: bool,
+    /// The call's typed data (never serialized).
+    #[serde(skip)]
+    pub extensions: Extensions,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A queued call's turn came (`tools/started`, live only): it leaves the queue for the gates
+/// and its body. Only calls issued with `queued: true` have one.
+pub struct StartedEvent {
+    /// The call's id.
+    pub call_id: Arc<str>,
+    /// Sandbox path of the tool.
+    pub tool: String,
+    /// Who issued the call.
+    pub caller: Caller,
+    /// How long it waited in the queue, in milliseconds.
+    pub queued_ms: f64,
     /// The call's typed data (never serialized).
     #[serde(skip)]
     pub extensions: Extensions,
@@ -87,9 +108,51 @@ pub struct ResultEvent {
     /// status is what the tool did, even when the caller had gone.
     #[serde(default)]
     pub executed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How the gates decided, for a call that was denied or put to the approver; `None` for a
+    /// call that every gate simply allowed (and for calls that failed before the gates).
+    pub authorization: Option<Authorization>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    /// Time spent queued behind exclusive calls before the gates ran, in milliseconds (part of
+    /// `duration_ms`; left out when 0).
+    pub queued_ms: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    /// Time spent waiting for the approver, in milliseconds (part of `duration_ms`; left out
+    /// when 0).
+    pub approval_ms: f64,
     /// The call's typed data (never serialized).
     #[serde(skip)]
     pub extensions: Extensions,
+}
+
+fn is_zero(ms: &f64) -> bool {
+    *ms == 0.0
+}
+
+/// Who decided a call that was not simply allowed, and why (audit records carry it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Authorization {
+    /// `deny` (a hook, the policy, a guard or the approver refused) or `approved` (the approver
+    /// said yes to an `ask`).
+    pub decision: AuthorizationDecision,
+    /// Who decided: `policy`, `hook`, `guard` or `approver`.
+    pub by: String,
+    /// The denial's reason; for an approved call, why it was asked.
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the approver was asked, on a call it was asked about and that was then denied (by the
+    /// approver, or by a guard after the approval).
+    pub asked: Option<String>,
+}
+
+/// The decision of an [`Authorization`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorizationDecision {
+    /// The call was refused.
+    Deny,
+    /// The approver allowed an `ask`.
+    Approved,
 }
 
 impl ResultEvent {
@@ -112,6 +175,9 @@ pub enum Event {
     #[serde(rename = "tools/call")]
     /// `tools/call`.
     Call(CallEvent),
+    #[serde(rename = "tools/started")]
+    /// `tools/started`: a queued call's turn came (live only).
+    Started(StartedEvent),
     #[serde(rename = "tools/progress")]
     /// `tools/progress`.
     Progress(ProgressEvent),
@@ -124,10 +190,12 @@ pub enum Event {
 }
 
 impl Event {
-    /// The event's name: `tools/call`, `tools/progress`, `tools/result` or `tool/result`.
+    /// The event's name: `tools/call`, `tools/started`, `tools/progress`, `tools/result` or
+    /// `tool/result`.
     pub fn name(&self) -> &'static str {
         match self {
             Event::Call(_) => "tools/call",
+            Event::Started(_) => "tools/started",
             Event::Progress(_) => "tools/progress",
             Event::Result(_) => "tools/result",
             Event::Durable(_) => "tool/result",
@@ -138,6 +206,7 @@ impl Event {
     pub fn call_id(&self) -> &str {
         match self {
             Event::Call(e) => &e.call_id,
+            Event::Started(e) => &e.call_id,
             Event::Progress(e) => &e.call_id,
             Event::Result(e) | Event::Durable(e) => &e.call_id,
         }

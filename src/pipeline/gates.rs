@@ -13,7 +13,8 @@ use super::Inner;
 use super::approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, WaitingGuard};
 use super::guards::GuardDecision;
 use super::hooks::{CallInfo, HookDecision};
-use crate::call::{CallError, DeniedBy, HookError};
+use super::events::{Authorization, AuthorizationDecision};
+use crate::call::{CallError, DeniedBy, ErrorKind, HookError};
 
 /// Runs a hook-like future, turning an error or a panic (while building or polling it) into a message.
 pub(crate) async fn guarded<'a, T>(
@@ -32,12 +33,37 @@ pub(crate) async fn guarded<'a, T>(
 }
 
 /// Decides whether the call may run. `waited` receives the time spent waiting for the Approver,
-/// also when the answer is a denial.
+/// also when the answer is a denial; `record` receives who decided and why, for a call that was
+/// denied or asked about.
 pub(crate) async fn authorize(
     inner: &Inner,
     info: &CallInfo<'_>,
     observer: Option<&dyn ApprovalObserver>,
     waited: &mut Duration,
+    record: &mut Option<Authorization>,
+) -> Result<(), CallError> {
+    let result = gates(inner, info, observer, waited, record).await;
+    if let Err(e) = &result
+        && let ErrorKind::Denied { by, reason } = &e.kind
+    {
+        // The approval (if any) is kept as `asked`: the denial came after or from it.
+        let asked = record.take().map(|approved| approved.reason);
+        *record = Some(Authorization {
+            decision: AuthorizationDecision::Deny,
+            by: by.as_str().to_owned(),
+            reason: reason.clone(),
+            asked,
+        });
+    }
+    result
+}
+
+async fn gates(
+    inner: &Inner,
+    info: &CallInfo<'_>,
+    observer: Option<&dyn ApprovalObserver>,
+    waited: &mut Duration,
+    record: &mut Option<Authorization>,
 ) -> Result<(), CallError> {
     let mut asks: Vec<String> = Vec::new();
     for hook in &inner.pre_hooks {
@@ -52,6 +78,14 @@ pub(crate) async fn authorize(
         }
     }
     if !asks.is_empty() {
+        let asked = asks.join("; ");
+        // Until the answer, the record says what was asked (a refusal moves it to `asked`).
+        *record = Some(Authorization {
+            decision: AuthorizationDecision::Approved,
+            by: DeniedBy::Approver.as_str().to_owned(),
+            reason: asked,
+            asked: None,
+        });
         approve(inner, info, &asks, observer, waited).await?;
     }
     for guard in &inner.guards {

@@ -69,7 +69,10 @@ pub use crate::call::{
 pub use approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, Approver, approver_fn};
 pub use audit_log::{AuditLog, args_digest};
 pub use call::{CallOutcome, CallRequest, Timing};
-pub use events::{CallEvent, ChannelSink, Event, EventSink, ProgressEvent, ResultEvent};
+pub use events::{
+    Authorization, AuthorizationDecision, CallEvent, ChannelSink, Event, EventSink, ProgressEvent,
+    ResultEvent, StartedEvent,
+};
 pub use from_fn::{
     ApprovalSnapshot, CallSnapshot, PostSnapshot, approver_from_fn, guard_from_fn,
     post_hook_from_fn, pre_hook_from_fn,

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::approval::ApprovalObserver;
 use super::call::{ArgsInput, CallOutcome, CallRequest, Timing};
-use super::events::{CallEvent, Event, ResultEvent};
+use super::events::{Authorization, CallEvent, Event, ResultEvent, StartedEvent};
 use super::hooks::CallInfo;
 use super::scheduler::Ticket;
 use super::wrappers::{Dispatch, Next};
@@ -57,6 +57,7 @@ struct Success {
 struct Waits {
     queued: Duration,
     approval: Duration,
+    authorization: Option<Authorization>,
 }
 
 pub(crate) fn call(
@@ -156,23 +157,6 @@ fn issue(
         (Ok(_), Some(t)) => t.tool.present_call(&base.args),
         _ => None,
     };
-    // Nobody to tell: skip building the event (its clones are most of a nested call's cost).
-    if !inner.sinks.live.is_empty() {
-        let event = Event::Call(CallEvent {
-            call_id: base.call_id.clone(),
-            tool: std::mem::take(&mut base.path),
-            caller: base.caller.clone(),
-            args: base.args.clone(),
-            card: base.call_card.clone(),
-            at: base.started_at.clone(),
-            extensions: base.extensions.clone(),
-        });
-        inner.sinks.live(&event);
-        let Event::Call(event) = event else {
-            unreachable!()
-        };
-        base.path = event.tool;
-    }
     let ready = checked.map(|parallel| {
         let scope = req.scope.as_ref().unwrap_or(&inner.root);
         Ready {
@@ -182,6 +166,25 @@ fn issue(
             observer: req.approval_observer,
         }
     });
+    // Nobody to tell: skip building the event (its clones are most of a nested call's cost).
+    if !inner.sinks.live.is_empty() {
+        let queued = matches!(&ready, Ok(r) if r.ticket.as_ref().is_some_and(Ticket::must_wait));
+        let event = Event::Call(CallEvent {
+            call_id: base.call_id.clone(),
+            tool: std::mem::take(&mut base.path),
+            caller: base.caller.clone(),
+            args: base.args.clone(),
+            card: base.call_card.clone(),
+            at: base.started_at.clone(),
+            queued,
+            extensions: base.extensions.clone(),
+        });
+        inner.sinks.live(&event);
+        let Event::Call(event) = event else {
+            unreachable!()
+        };
+        base.path = event.tool;
+    }
     (base, ready)
 }
 
@@ -265,6 +268,15 @@ async fn run(
         let queued_from = Instant::now();
         ticket.ready().await;
         waits.queued = queued_from.elapsed();
+        if !inner.sinks.live.is_empty() {
+            inner.sinks.live(&Event::Started(StartedEvent {
+                call_id: base.call_id.clone(),
+                tool: base.path.clone(),
+                caller: base.caller.clone(),
+                queued_ms: waits.queued.as_secs_f64() * 1000.0,
+                extensions: base.extensions.clone(),
+            }));
+        }
     }
     let info = CallInfo {
         call_id: &base.call_id,
@@ -275,7 +287,14 @@ async fn run(
         parallel: ready.parallel,
         extensions: &base.extensions,
     };
-    gates::authorize(inner, &info, ready.observer.as_deref(), &mut waits.approval).await?;
+    gates::authorize(
+        inner,
+        &info,
+        ready.observer.as_deref(),
+        &mut waits.approval,
+        &mut waits.authorization,
+    )
+    .await?;
     let dispatch = Dispatch::new(
         base.call_id.clone(),
         tool.shared_path.clone(),
@@ -362,6 +381,9 @@ fn complete(
         duration_ms: duration.as_secs_f64() * 1000.0,
         args: base.args,
         executed,
+        authorization: waits.authorization,
+        queued_ms: waits.queued.as_secs_f64() * 1000.0,
+        approval_ms: waits.approval.as_secs_f64() * 1000.0,
         extensions: base.extensions,
     });
     inner.sinks.live(&event);

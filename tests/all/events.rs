@@ -209,3 +209,38 @@ async fn durable_event_is_one_compact_line_in_interface_order() {
         ]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_queued_behind_an_exclusive_one_says_so_and_when_its_turn_comes() {
+    let slow = ToolDefinition::builder("slow")
+        .execute(|_, _| async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            Ok::<_, ToolFailure>(json!(1))
+        })
+        .build()
+        .unwrap();
+    let (sink, mut events) = ChannelSink::new();
+    let p = Pipeline::builder(registry([slow])).observer(sink).build();
+    let first = p.call(CallRequest::new("slow", json!({})));
+    let second = p.call(CallRequest::new("slow", json!({})));
+    futures::future::join(first, second).await;
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        seen.push(match event {
+            Event::Call(e) => format!("call queued={}", e.queued),
+            Event::Started(e) => format!("started after {} ms", e.queued_ms.round()),
+            Event::Result(e) => format!("result queued {} ms", e.queued_ms.round()),
+            other => other.name().to_string(),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "call queued=false",
+            "call queued=true",
+            "result queued 0 ms",
+            "started after 50 ms",
+            "result queued 50 ms",
+        ]
+    );
+}
