@@ -117,6 +117,8 @@ fn run_code_tool(run_code: &ToolDefinition) -> Tool {
     tool.title = Some("Run a TypeScript program against the tools".into());
     tool.description = Some(run_code.description().to_string().into());
     tool.input_schema = Arc::new(as_object(run_code.parameters().clone()));
+    // The structured content is the outcome capped to the output budget (`capped_outcome`).
+    tool.output_schema = Some(Arc::new(as_object(crate::sandbox::outcome_schema())));
     tool
 }
 

@@ -16,6 +16,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -27,7 +28,7 @@ use super::live::{AskRoute, LiveRequest, PendingAsk, ProgressObserver, ProgressQ
 use crate::call::RunId;
 use crate::harness::RUN_CODE;
 use crate::pipeline::{CallOutcome, CallRequest};
-use crate::sandbox::RunOutcome;
+use crate::sandbox::{RunOutcome, capped_outcome};
 
 const INSTRUCTIONS: &str = "Call `run_code` with a TypeScript program (the body of an async function) \
 that uses the typed `tools` SDK shown in its description. Only what the program prints and returns \
@@ -268,17 +269,31 @@ fn to_result(
     };
     match outcome.result() {
         Ok(value) if outcome.tool == RUN_CODE => {
-            let ok = match outcome.typed::<RunOutcome>() {
-                Some(run) => run.is_ok(),
+            let parsed;
+            let run = match outcome.typed::<RunOutcome>() {
+                Some(run) => Some(run),
                 // An outer post hook replaced the outcome: read what it left.
+                None => {
+                    parsed = RunOutcome::deserialize(value).ok();
+                    parsed.as_ref()
+                }
+            };
+            let ok = match run {
+                Some(run) => run.is_ok(),
                 None => value.get("status").and_then(Value::as_str) == Some("ok"),
+            };
+            // Many clients give the model `structuredContent`: it keeps the text's budget.
+            let output_bytes = catalog.harness.code_mode().limits().output_bytes;
+            let structured = match run {
+                Some(run) => capped_outcome(run, output_bytes),
+                None => value.clone(),
             };
             let mut result = if ok {
                 CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())])
             } else {
                 CallToolResult::error(vec![ContentBlock::text(outcome.content.clone())])
             };
-            result.structured_content = Some(value.clone());
+            result.structured_content = Some(structured);
             result
         }
         Ok(value) => {

@@ -11,9 +11,9 @@ use futures::future::BoxFuture;
 
 use super::Inner;
 use super::approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, WaitingGuard};
+use super::events::{Authorization, AuthorizationDecision};
 use super::guards::GuardDecision;
 use super::hooks::{CallInfo, HookDecision};
-use super::events::{Authorization, AuthorizationDecision};
 use crate::call::{CallError, DeniedBy, ErrorKind, HookError};
 
 /// Runs a hook-like future, turning an error or a panic (while building or polling it) into a message.

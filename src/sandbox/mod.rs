@@ -20,6 +20,7 @@
 //! Dropping the future returned by [`Sandbox::run_with`], or cancelling its token, stops the
 //! isolate (status `cancelled`).
 
+mod capped;
 mod console;
 mod engine;
 mod execute;
@@ -44,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::{Extensions, RunId};
 
 pub use crate::call::{Limits, MIB};
+pub use capped::{capped_outcome, outcome_schema};
 pub use engine::BootstrapReport;
 pub(crate) use host::RunTools;
 pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};

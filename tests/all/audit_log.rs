@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use codemode::pipeline::{
-    ApprovalDecision, ApprovalRequest, AuditLog, CallRequest, GuardDecision, approver_fn, args_digest,
-    guard_fn,
+    ApprovalDecision, ApprovalRequest, AuditLog, CallRequest, GuardDecision, approver_fn,
+    args_digest, guard_fn,
 };
 use codemode::{Caller, Pipeline};
 use serde_json::{Value, json};

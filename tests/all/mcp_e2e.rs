@@ -170,6 +170,11 @@ fn asks_are_elicited_by_server_requests_on_legacy_protocol() {
 }
 
 #[test]
+fn structured_content_keeps_the_output_budget_and_matches_the_declared_output_schema() {
+    scenario("capped_structured");
+}
+
+#[test]
 fn asks_are_refused_when_the_client_cannot_elicit() {
     scenario("no_elicitation_denies");
 }

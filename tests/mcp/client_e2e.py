@@ -294,6 +294,34 @@ return {path, typed: doc.typescript.includes("a: number"), sum};
         check("42" in json.dumps(value["sum"]), f"{value}")
 
 
+async def capped_structured():
+    """structuredContent keeps the text's output budget (5,000 log lines and a 3,000-item value
+    come back under 40 KB with explicit truncation markers), and run_code declares an
+    outputSchema that the full and the capped outcome both satisfy."""
+    import jsonschema
+    async with Client(server("--root", WORK)) as client:
+        listed = await client.list_tools()
+        schema = listed.tools[0].output_schema
+        check(isinstance(schema, dict) and "logs_truncated" in schema["properties"], f"outputSchema: {schema}")
+        result, outcome = await run_code(client, """
+for (let i = 0; i < 5000; i++) console.log(`line ${i} ` + "x".repeat(30));
+return Array.from({length: 3000}, (_, i) => ({i, name: `item ${i}`}));
+""")
+        size = len(json.dumps(outcome, separators=(",", ":")).encode())
+        check(size <= 40_000, f"structuredContent is {size} bytes, over the 40,000-byte budget")
+        check("value" not in outcome, f"the value over the budget is not cut: {list(outcome)}")
+        cut = outcome["value_truncated"]
+        check(cut["bytes"] > 60_000 and cut["preview"].startswith('[{"i":0'), f"value marker: {cut['bytes']}")
+        logs = outcome["logs_truncated"]
+        check(logs["entries"] + len(outcome["logs"]) >= 5000 and logs["bytes"] > 100_000, f"logs marker: {logs}")
+        check(outcome["logs"][0]["text"].startswith("line 0 "), f"logs keep their start: {outcome['logs'][:1]}")
+        jsonschema.validate(outcome, schema)
+        small_result, small = await run_code(client, "console.log('hi'); return {a: 1}")
+        check(small["value"] == {"a": 1} and "logs_truncated" not in small, f"{small}")
+        jsonschema.validate(small, schema)
+        check(len(text_of(result).encode()) <= 40_100, "the text content keeps its budget too")
+
+
 async def mrtr_retry_rules():
     """Driving the InputRequiredResult rounds by hand: a retry naming another tool is refused and
     leaves the call suspended; the right retry delivers the answer (here: no)."""
@@ -487,6 +515,7 @@ return { hits: hits.matches.length, lines: texts.map(t => t.content.split("\\n")
 
 
 SCENARIOS = {
+    "capped_structured": capped_structured,
     "soak": soak,
     "load": load,
     "crashed_worker": crashed_worker,
