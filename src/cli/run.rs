@@ -31,6 +31,11 @@ pub struct RunArgs {
     /// Print the RunOutcome as JSON instead of the human rendering.
     #[arg(long)]
     json: bool,
+    /// Print the whole human rendering; by default it is cut at the model's output budget
+    /// (limits.output_bytes, 40000) with a `[... N bytes truncated]` marker, exactly as a model
+    /// would see it.
+    #[arg(long, conflicts_with = "json")]
+    full_output: bool,
     /// Where the program runs: `thread` (an engine thread of this process) or `process` (a
     /// worker process of this binary; a crash gives status `crashed`).
     #[arg(long, value_enum, default_value_t = IsolationFlag::Thread)]
@@ -62,6 +67,7 @@ pub fn run(args: RunArgs) -> i32 {
         return EXIT_USAGE;
     };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
+    let output_bytes = limits.output_bytes;
     let source = match read_program(&args.file, limits.program_bytes) {
         Ok(source) => source,
         Err(message) => {
@@ -144,7 +150,12 @@ pub fn run(args: RunArgs) -> i32 {
             return code;
         }
     } else {
-        if let Err(code) = output::emit("run", &render(&outcome, usize::MAX)) {
+        let budget = if args.full_output {
+            usize::MAX
+        } else {
+            output_bytes
+        };
+        if let Err(code) = output::emit("run", &render(&outcome, budget)) {
             return code;
         }
         if outcome.stats.tool_calls > 0 {

@@ -325,10 +325,11 @@ fn a_null_return_is_kept_in_json_and_human_mode() {
 /// Output larger than a pipe's buffer, so the writer is still writing when its reader goes away.
 const BIG_OUTPUT_PROGRAM: &[u8] = b"return 'x'.repeat(300000)";
 
-/// `codemode run -` of [`BIG_OUTPUT_PROGRAM`], writing to `stdout`.
+/// `codemode run - --full-output` of [`BIG_OUTPUT_PROGRAM`] (uncut, so more than a pipe
+/// holds), writing to `stdout`.
 fn run_big_output(stdout: Stdio) -> std::process::Child {
     let mut child = codemode()
-        .args(["run", "-"])
+        .args(["run", "-", "--full-output"])
         .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(Stdio::piped())
@@ -368,4 +369,32 @@ fn a_full_disk_is_an_error_naming_stdout() {
         stderr.contains("cannot write the output to stdout") && stderr.contains("No space left"),
         "{stderr}"
     );
+}
+
+#[test]
+fn human_output_keeps_the_output_budget_unless_full_output_is_asked() {
+    let program =
+        b"for (let i = 0; i < 3000; i++) console.log('line ' + i + ' ' + 'x'.repeat(20)); return 1";
+    let (code, stdout, _) = run_stdin(&["run", "-"], program);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.len() <= 40_000 + 64,
+        "{} bytes printed",
+        stdout.len()
+    );
+    let marker = stdout.lines().last().unwrap();
+    assert!(
+        marker.starts_with("[... ") && marker.ends_with(" bytes truncated]"),
+        "{marker}"
+    );
+    let (code, full, _) = run_stdin(&["run", "-", "--full-output"], program);
+    assert_eq!(code, 0);
+    assert!(full.len() > 80_000, "{} bytes printed", full.len());
+    assert!(full.ends_with("=> 1\n"), "{}", &full[full.len() - 40..]);
+    let dropped: usize = marker
+        .trim_start_matches("[... ")
+        .trim_end_matches(" bytes truncated]")
+        .parse()
+        .unwrap();
+    assert_eq!(stdout.len() - marker.len() - 1 + dropped, full.len());
 }
