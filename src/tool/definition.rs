@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::path_args::PathArgs;
 use super::present::{Card, ResultView};
 use crate::call::{Caller, Extensions, ToolFailure, Typed, TypedSlot};
 use crate::schema::CompiledSchema;
@@ -74,6 +75,8 @@ pub(crate) struct ToolInner {
     pub(crate) present_call: Option<PresentCallFn>,
     pub(crate) present_result: Option<PresentResultFn>,
     pub(crate) finalize: Option<FinalizeFn>,
+    /// Path arguments resolved against a root (built-in file tools only; see `path_args`).
+    pub(crate) path_args: Option<PathArgs>,
 }
 
 /// A tool definition. Cheap to clone (shared).
@@ -119,6 +122,12 @@ impl ToolDefinition {
     /// Whether it decides per call whether it is parallel-safe (a classifier).
     pub fn has_classifier(&self) -> bool {
         self.inner.classifier.is_some()
+    }
+
+    /// Its path capability, when its arguments name files under a root (the built-in file
+    /// tools): policies match the normalised paths of these arguments.
+    pub(crate) fn path_args(&self) -> Option<&PathArgs> {
+        self.inner.path_args.as_ref()
     }
 
     /// Renders a canonical value into content (the tool's `render`, else the default).
