@@ -47,6 +47,7 @@ struct ReadFileArgs<'a> {
 
 pub(crate) fn read_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("read_file")
+        .path_args(root.path_args(true))
         .description(format!(
             "Read a text file under the workspace root. Returns the raw text of lines \
              `offset`..`offset+limit-1` (1-based; default the first {DEFAULT_READ_LIMIT} lines, at \
@@ -215,6 +216,7 @@ struct ListDirArgs<'a> {
 
 pub(crate) fn list_dir(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("list_dir")
+        .path_args(root.path_args(true))
         .description(format!(
             "List a directory under the workspace root: its entries sorted by name, each with its \
              kind (file, dir, symlink, other) and size in bytes (files only). At most \
@@ -268,10 +270,20 @@ fn list(root: &Root, args: &Value) -> Result<Value, ToolFailure> {
         )));
     }
     let dir = fs::read_dir(&r.abs).map_err(|e| io_failure(root, &r.rel, "list", &e))?;
+    let hidden = root.hidden();
     let mut entries: Vec<(String, &'static str, Option<u64>)> = Vec::new();
     for entry in dir {
         let entry = entry.map_err(|e| io_failure(root, &r.rel, "list", &e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
+        // `r.abs` is symlink-free, so this is the entry's normalised path, as rules see it.
+        let rel = if r.rel == "." {
+            name.clone()
+        } else {
+            format!("{}/{name}", r.rel)
+        };
+        if hidden.as_ref().is_some_and(|h| h.hides(&rel)) {
+            continue;
+        }
         let (kind, size) = match entry.path().symlink_metadata() {
             Ok(m) if m.file_type().is_symlink() => ("symlink", None),
             Ok(m) if m.is_dir() => ("dir", None),

@@ -37,6 +37,7 @@ struct WriteFileArgs<'a> {
 
 pub(crate) fn write_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("write_file")
+        .path_args(root.path_args(false))
         .description(
             "Write a text file under the workspace root, replacing it if it exists and creating \
              missing parent directories. Prefer edit_file for changes to an existing file.",
@@ -131,6 +132,7 @@ struct EditFileArgs<'a> {
 
 pub(crate) fn edit_file(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("edit_file")
+        .path_args(root.path_args(false))
         .description(
             "Edit a text file under the workspace root by exact string replacement: `old` must \
              occur exactly once (include enough surrounding lines to make it unique), or pass \

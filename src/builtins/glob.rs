@@ -27,6 +27,7 @@ struct GlobArgs<'a> {
 
 pub(crate) fn glob(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("glob")
+        .path_args(root.path_args(true))
         .description(format!(
             "Find files under the workspace root whose path matches a glob. The pattern is matched \
              against paths relative to `path` (default the root): `*` stays within one directory, \
@@ -99,7 +100,7 @@ fn run_glob(root: &Root, args: &Value, cancel: &CancellationToken) -> Result<Val
         )));
     }
     let mut paths = Vec::new();
-    for entry in walk(&dir.abs) {
+    for entry in walk(root, &dir.abs) {
         if cancel.is_cancelled() {
             return Err(cancelled());
         }

@@ -48,6 +48,7 @@ struct GrepArgs<'a> {
 
 pub(crate) fn grep(root: Arc<Root>) -> ToolDefinition {
     ToolDefinition::builder("grep")
+        .path_args(root.path_args(true))
         .description(format!(
             "Search file contents under the workspace root with a regular expression (Rust regex \
              syntax, as ripgrep; `(?i)` for case-insensitive). `path` is a file or directory \
@@ -238,7 +239,7 @@ fn run_grep(root: &Root, args: &Value, cancel: &CancellationToken) -> Result<Val
         .build();
     let mut hits: Vec<Hit> = Vec::new();
     let mut truncated = false;
-    for entry in walk(&target.abs) {
+    for entry in walk(root, &target.abs) {
         if cancel.is_cancelled() {
             return Err(cancelled());
         }

@@ -6,7 +6,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 use serde_json::Value;
 
-use super::{Root, path_args, paths};
+use super::{Root, paths};
 use crate::pipeline::{CallInfo, Guard, GuardDecision, HookError};
 use crate::tool::ToolDefinition;
 
@@ -21,8 +21,7 @@ impl PathGuard {
     pub(crate) fn new(root: Arc<Root>, tools: &[ToolDefinition]) -> Self {
         let tools = tools
             .iter()
-            .map(|t| (t.clone(), path_args(t.name())))
-            .filter(|(_, keys)| !keys.is_empty())
+            .filter_map(|t| Some((t.clone(), t.path_args()?.keys)))
             .collect();
         PathGuard { root, tools }
     }

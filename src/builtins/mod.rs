@@ -22,6 +22,12 @@
 //! symlinks. The check and the use are not atomic: a process that swaps a directory for a symlink
 //! between them is outside this threat model.
 //!
+//! # Policies
+//! Each file tool's definition declares its `path` argument and this root (a crate-internal
+//! capability), so a policy matches the normalised path, whatever the spelling, and
+//! `Policy::hide_denied_files` can keep denied files out of `list_dir`, `glob` and `grep`
+//! (they are not listed, and `grep` never reads them).
+//!
 //! **`shell` is not confined**: it runs `sh -c` with the root as working directory, and the
 //! command can reach anything the process can. Gate it with a hook, an Approver or a policy.
 //!
@@ -67,7 +73,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::pipeline::{Guard, ToolFailure};
-use crate::tool::{RegistryError, ToolDefinition, ToolRegistry};
+use crate::tool::{FileFilter, PathArgs, PathScope, RegistryError, ToolDefinition, ToolRegistry};
 
 pub use shell::{DEFAULT_SHELL_TIMEOUT_MS, MAX_SHELL_OUTPUT_BYTES, MAX_SHELL_TIMEOUT_MS};
 
@@ -107,13 +113,44 @@ pub enum BuiltinError {
     },
 }
 
+/// The path arguments of the file tools (all take their path as `path`; the guard checks these
+/// and policies match them normalised).
+const PATH_KEYS: &[&str] = &["path"];
+
 /// The root every file tool is confined to, shared by the bodies and the guard.
 #[derive(Debug)]
 pub(crate) struct Root {
     pub(crate) path: PathBuf,
+    /// How the tools' path arguments normalise, and the files a policy hides from listings.
+    scope: Arc<PathScope>,
 }
 
 impl Root {
+    fn new(path: PathBuf) -> Root {
+        let resolve_in = path.clone();
+        let scope =
+            PathScope::new(move |input| paths::resolve(&resolve_in, input).ok().map(|r| r.rel));
+        Root {
+            path,
+            scope: Arc::new(scope),
+        }
+    }
+
+    /// The path capability of one of the file tools; `reveals` for those whose results show
+    /// files (reads, listings, searches) rather than only change them.
+    pub(crate) fn path_args(&self, reveals: bool) -> PathArgs {
+        PathArgs {
+            scope: self.scope.clone(),
+            keys: PATH_KEYS,
+            reveals,
+        }
+    }
+
+    /// The files listings leave out now (a policy's deny path rules), read once per call.
+    pub(crate) fn hidden(&self) -> Option<Arc<dyn FileFilter>> {
+        self.scope.hidden()
+    }
+
     /// Resolves a path argument inside the root, or fails with the confinement message.
     pub(crate) fn resolve(&self, input: &str) -> Result<paths::Resolved, ToolFailure> {
         paths::resolve(&self.path, input).map_err(|e| ToolFailure::new(e.to_string()))
@@ -153,7 +190,7 @@ impl BuiltinTools {
                 path: given.to_path_buf(),
             });
         }
-        let root = Arc::new(Root { path });
+        let root = Arc::new(Root::new(path));
         let tools: Vec<ToolDefinition> = vec![
             fs_read::read_file(root.clone()),
             fs_read::list_dir(root.clone()),
@@ -196,14 +233,6 @@ impl BuiltinTools {
     /// denies any that resolves outside the root; other tools pass. `shell` is not checked.
     pub fn guard(&self) -> impl Guard + use<> {
         guard::PathGuard::new(self.root.clone(), &self.tools)
-    }
-}
-
-/// Which arguments of a file tool are paths (the guard checks these).
-pub(crate) fn path_args(tool: &str) -> &'static [&'static str] {
-    match tool {
-        "read_file" | "list_dir" | "glob" | "grep" | "write_file" | "edit_file" => &["path"],
-        _ => &[],
     }
 }
 
@@ -339,8 +368,10 @@ mod tests {
             }
             assert_eq!(schema["type"], "object");
             assert_eq!(schema["additionalProperties"], false, "{}", tool.name());
-            // A renamed field would silently leave the guard checking nothing.
-            for key in path_args(tool.name()) {
+            // A renamed field would silently leave the guard and the policy checking nothing.
+            let keys = tool.path_args().map_or(&[][..], |a| a.keys);
+            assert_eq!(keys.is_empty(), tool.name() == "shell", "{}", tool.name());
+            for key in keys {
                 assert_eq!(
                     schema["properties"][key]["type"],
                     "string",

@@ -83,6 +83,8 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
             builtins
                 .register(&mut registry)
                 .map_err(|e| format!("--root: the built-in tools clash with --tools: {e}"))?;
+            // Deny path rules also keep the files out of list_dir, glob and grep.
+            policy.hide_denied_files(&registry);
             Some(builtins)
         }
         None => None,

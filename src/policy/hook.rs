@@ -8,7 +8,8 @@ use super::Policy;
 use crate::pipeline::{CallInfo, HookDecision, PreExecuteHook};
 use crate::pipeline::{DeniedBy, HookError};
 
-/// [`Policy::decide`] for every call. Register with `PipelineBuilder::pre_hook`.
+/// [`Policy::decide_call`] for every call (the built-in file tools' paths normalised). Register
+/// with `PipelineBuilder::pre_hook`.
 #[derive(Clone, Debug)]
 pub struct PolicyHook {
     pub(super) policy: Policy,
@@ -27,6 +28,6 @@ impl PreExecuteHook for PolicyHook {
         &'a self,
         call: &'a CallInfo<'a>,
     ) -> BoxFuture<'a, Result<HookDecision, HookError>> {
-        ready(Ok(self.policy.decide(call.path, call.args))).boxed()
+        ready(Ok(self.policy.decide_call(call.tool, call.path, call.args))).boxed()
     }
 }

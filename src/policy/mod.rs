@@ -50,11 +50,18 @@
 //! otherwise). Hidden tools ([`Policy::is_visible`]) are not in the registry at all: they are
 //! absent from the SDK and calling one is `UNKNOWN_TOOL`.
 //!
+//! # Paths of the built-in file tools
+//! A path rule on the built-ins is about files, not argument strings: [`Policy::decide_call`]
+//! (the hook) matches the normalised path, and [`Policy::hide_denied_files`] keeps denied files
+//! out of `list_dir`, `glob` and `grep`. Tools of other sources (upstream MCP servers, tools
+//! files) have their arguments compared as given: the policy cannot know what they mean.
+//!
 //! # Errors
 //! [`PolicyError`] reads `FILE:LINE:COL: message` for syntax errors, unknown keys, wrong types,
 //! bad globs or regexes, unknown decisions and out-of-range limits.
 
 mod file;
+mod files;
 mod hook;
 mod limits;
 mod rules;
@@ -72,7 +79,7 @@ pub use rules::Decision;
 pub use terminal::{NO_TERMINAL, Terminal, TerminalApprover};
 
 use crate::pipeline::HookDecision;
-use crate::tool::ToolRegistry;
+use crate::tool::{ToolDefinition, ToolRegistry};
 use file::RawPolicy;
 use rules::{ArgMatcher, Rule, Test, ToolGlob};
 
@@ -148,7 +155,8 @@ impl Policy {
     }
 
     /// The decision for one call: the strongest matching rule (deny > ask > allow) with the
-    /// reasons of every rule at that level joined by `; `, else the default.
+    /// reasons of every rule at that level joined by `; `, else the default. Argument matchers
+    /// compare `args` as given; [`decide_call`](Self::decide_call) is what the hook uses.
     pub fn decide(&self, path: &str, args: &Value) -> HookDecision {
         let (decision, reason) = match rules::strongest(&self.inner.rules, path, args) {
             Some((decision, reasons)) => (decision, reasons.join("; ")),
@@ -166,6 +174,44 @@ impl Policy {
             Decision::Ask => HookDecision::Ask { reason },
             Decision::Deny => HookDecision::Deny { reason },
         }
+    }
+
+    /// The decision for a call of `tool` at `path`. For the built-in file tools (recognised by
+    /// their definition, not their name: a tool of another source called `read_file` is not
+    /// one) the path arguments are first resolved against the root, symlinks followed, and the
+    /// rules match the normalised path (relative to the root, `/`-separated): `./secret/x`,
+    /// `src/../secret/x`, `/root/secret/x` and `link/x` (`link -> secret`) are all `secret/x`.
+    /// When a path changed, an ask or deny reason ends with both forms: `path "./secret/x"
+    /// (normalised: secret/x)`. A path that does not resolve inside the root is matched as
+    /// given (the confinement guard refuses the call). Other tools: as [`decide`](Self::decide).
+    pub fn decide_call(&self, tool: &ToolDefinition, path: &str, args: &Value) -> HookDecision {
+        let Some((normalised, changed)) = tool.path_args().and_then(|p| p.normalise(args)) else {
+            return self.decide(path, args);
+        };
+        let note = files::describe(&changed);
+        match self.decide(path, &normalised) {
+            HookDecision::Allow => HookDecision::Allow,
+            HookDecision::Ask { reason } => HookDecision::Ask {
+                reason: format!("{reason}; {note}"),
+            },
+            HookDecision::Deny { reason } => HookDecision::Deny {
+                reason: format!("{reason}; {note}"),
+            },
+        }
+    }
+
+    /// Hides the files this policy's deny path rules cover from the built-in listings
+    /// (`list_dir`, `glob`, `grep`) of the catalogs registered in `registry`: such files are
+    /// not listed, `grep` never reads them, and a directory a `DIR/**` glob covers is not
+    /// entered. Call it once the built-ins are registered (their registry paths decide which
+    /// rules apply); it replaces what an earlier call installed for those tools.
+    ///
+    /// A rule counts when it denies, its tool globs match a built-in that shows files
+    /// (`read_file`, `list_dir`, `glob`, `grep`), and it has argument matchers, all on `path`.
+    /// Rules only on `write_file`/`edit_file` (the file stays readable) and `ask` rules (they
+    /// gate calls; the files stay listed and searched) hide nothing.
+    pub fn hide_denied_files(&self, registry: &ToolRegistry) {
+        files::install(&self.inner.rules, registry);
     }
 
     /// Whether a program may see the tool at `path` (`[visible]`: matched by `include`, which

@@ -83,6 +83,18 @@ pub(crate) enum Test {
     Equals(Value),
 }
 
+impl Test {
+    pub(crate) fn matches(&self, value: &Value) -> bool {
+        match (self, value) {
+            (Test::Glob(glob), Value::String(s)) => glob.is_match(s),
+            (Test::Regex(re), Value::String(s)) => re.is_match(s),
+            (Test::Equals(Value::Number(a)), Value::Number(b)) => a.as_f64() == b.as_f64(),
+            (Test::Equals(expected), actual) => expected == actual,
+            _ => false,
+        }
+    }
+}
+
 /// One argument matcher: where the value is, and how it is tested. A missing argument does not
 /// match.
 #[derive(Clone, Debug)]
@@ -107,14 +119,7 @@ impl ArgMatcher {
         } else {
             args.get(&self.key)
         };
-        let Some(value) = found else { return false };
-        match (&self.test, value) {
-            (Test::Glob(glob), Value::String(s)) => glob.is_match(s),
-            (Test::Regex(re), Value::String(s)) => re.is_match(s),
-            (Test::Equals(Value::Number(a)), Value::Number(b)) => a.as_f64() == b.as_f64(),
-            (Test::Equals(expected), actual) => expected == actual,
-            _ => false,
-        }
+        found.is_some_and(|value| self.test.matches(value))
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::definition::{ExecContext, ExecuteFn, ToolDefinition, ToolInner};
 use super::names::{is_identifier, sandbox_name};
+use super::path_args::PathArgs;
 use super::present::{Card, ResultView};
 use crate::call::{ToolFailure, Typed};
 use crate::schema::{CompiledSchema, SchemaError, ToolSpec, sample_value};
@@ -66,6 +67,7 @@ pub struct ToolBuilder {
     present_result: Option<super::definition::PresentResultFn>,
     finalize: Option<super::definition::FinalizeFn>,
     value_failure: Option<super::definition::ValueFailureFn>,
+    path_args: Option<PathArgs>,
 }
 
 impl std::fmt::Debug for ToolBuilder {
@@ -95,6 +97,7 @@ impl ToolDefinition {
             present_result: None,
             finalize: None,
             value_failure: None,
+            path_args: None,
         }
     }
 
@@ -271,6 +274,14 @@ impl ToolBuilder {
         self
     }
 
+    /// Declares which arguments are paths under a root, and how they normalise. Crate-only: a
+    /// policy trusts it to say which file a call reaches, so only bodies that resolve their
+    /// paths exactly this way (the built-ins) may carry it.
+    pub(crate) fn path_args(mut self, args: PathArgs) -> Self {
+        self.path_args = Some(args);
+        self
+    }
+
     /// Compiles the schemas once.
     ///
     /// # Errors
@@ -319,6 +330,7 @@ impl ToolBuilder {
                 present_result: self.present_result,
                 finalize: self.finalize,
                 value_failure: self.value_failure,
+                path_args: self.path_args,
             }),
         })
     }

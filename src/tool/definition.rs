@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::path_args::PathArgs;
 use super::present::{Card, ResultView};
 use crate::call::{Caller, Extensions, ToolFailure, Typed, TypedSlot};
 use crate::schema::CompiledSchema;
@@ -78,6 +79,8 @@ pub(crate) struct ToolInner {
     pub(crate) present_result: Option<PresentResultFn>,
     pub(crate) finalize: Option<FinalizeFn>,
     pub(crate) value_failure: Option<ValueFailureFn>,
+    /// Path arguments resolved against a root (built-in file tools only; see `path_args`).
+    pub(crate) path_args: Option<PathArgs>,
 }
 
 /// A failure carried inside a successful value: `run_code` answers with its run's outcome, and
@@ -133,6 +136,12 @@ impl ToolDefinition {
     /// Whether it decides per call whether it is parallel-safe (a classifier).
     pub fn has_classifier(&self) -> bool {
         self.inner.classifier.is_some()
+    }
+
+    /// Its path capability, when its arguments name files under a root (the built-in file
+    /// tools): policies match the normalised paths of these arguments.
+    pub(crate) fn path_args(&self) -> Option<&PathArgs> {
+        self.inner.path_args.as_ref()
     }
 
     /// Renders a canonical value into content (the tool's `render`, else the default).

@@ -90,6 +90,11 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// Every registered tool, in no particular order.
+    pub(crate) fn registered(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.by_path.values().map(AsRef::as_ref)
+    }
+
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()

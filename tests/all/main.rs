@@ -26,6 +26,7 @@ mod limits;
 mod mcp_e2e;
 mod pipeline;
 mod policy;
+mod policy_paths;
 mod process_isolation;
 mod programs;
 mod registry;
