@@ -130,6 +130,22 @@ pub(crate) fn startup_snapshot() -> Result<&'static [u8], String> {
         .clone()
 }
 
+/// deno_core's stack formatter, except while the isolate is being terminated (a heap-limit stop,
+/// a deadline): then the call-site methods it calls throw, and deno_core reports that by
+/// printing "Failed to create JsStackFrame ... This is a bug in deno" on stderr, the user's
+/// terminal. The run is ending with its own status and message, so the stack is not needed:
+/// the error itself stands in for it.
+fn prepare_stack_trace<'s, 'i>(
+    scope: &mut v8::PinScope<'s, 'i>,
+    error: v8::Local<'s, v8::Value>,
+    callsites: v8::Local<'s, v8::Array>,
+) -> v8::Local<'s, v8::Value> {
+    if scope.is_execution_terminating() {
+        return v8::String::empty(scope).into();
+    }
+    deno_core::error::prepare_stack_trace_callback(scope, error, callsites)
+}
+
 impl Engine {
     /// An isolate restored from the process's startup snapshot (built on first use), shaped
     /// by the last glue script; the whole glue runs instead where no snapshot can be made.
@@ -140,8 +156,12 @@ impl Engine {
             extensions: vec![ops::codemode_sandbox::init()],
             create_params: Some(params),
             startup_snapshot: snapshot,
+            module_loader: Some(std::rc::Rc::new(super::no_imports::NoImports)),
             ..RuntimeOptions::default()
         });
+        runtime
+            .v8_isolate()
+            .set_prepare_stack_trace_callback(prepare_stack_trace);
         let scripts = if snapshot.is_some() {
             std::slice::from_ref(&SHAPE_GLUE)
         } else {

@@ -25,6 +25,7 @@ mod console;
 mod engine;
 mod execute;
 mod host;
+mod no_imports;
 mod ops;
 mod outcome;
 mod pool;

@@ -398,3 +398,16 @@ fn human_output_keeps_the_output_budget_unless_full_output_is_asked() {
         .unwrap();
     assert_eq!(stdout.len() - marker.len() - 1 + dropped, full.len());
 }
+
+#[test]
+fn a_heap_limit_stop_keeps_engine_noise_off_stderr() {
+    // Arrays of doubles: the stop lands while an error's stack is being built, where deno_core
+    // printed "Failed to create JsStackFrame ... This is a bug in deno".
+    let program = b"const a = []; while (true) a.push(new Array(100000).fill(1.5));";
+    for _ in 0..3 {
+        let (code, stdout, stderr) = run_stdin(&["run", "-", "--heap-mb", "16"], program);
+        assert_eq!(code, 1);
+        assert!(stdout.starts_with("[out_of_memory]"), "{stdout}");
+        assert_eq!(stderr, "", "engine noise on stderr");
+    }
+}

@@ -132,6 +132,30 @@ async fn dynamic_import_is_rejected() {
 }
 
 #[tokio::test]
+async fn an_import_says_imports_are_not_available_whatever_the_specifier() {
+    // deno_core's own loader answered with module-resolution advice about relative paths.
+    let outcome = run(
+        "const out = []; for (const s of ['fs', 'node:fs', './x.js', '/abs.js', 'https://example.com/m.js']) { try { await import(s); out.push('loaded'); } catch (e) { out.push(`${e.name}: ${e.message}`); } } return out;",
+    )
+    .await;
+    let messages = value(&outcome);
+    for (message, specifier) in messages.as_array().unwrap().iter().zip([
+        "fs",
+        "node:fs",
+        "./x.js",
+        "/abs.js",
+        "https://example.com/m.js",
+    ]) {
+        assert_eq!(
+            message,
+            &json!(format!(
+                "TypeError: imports are not available in the sandbox (`{specifier}`): a program has `tools`, `console` and JavaScript's built-ins only"
+            ))
+        );
+    }
+}
+
+#[tokio::test]
 async fn no_op_is_reachable_from_user_code() {
     // Walk everything reachable from globalThis (own properties and prototypes, without
     // invoking getters) and look for deno_core ops.
