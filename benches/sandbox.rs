@@ -10,6 +10,9 @@
 //! - `sandbox_back_to_back`: runs submitted back to back (steady-state throughput).
 //! - `process_pooled_run`, `process_back_to_back`: the same two with worker processes
 //!   (`Isolation::Process`, the `codemode` binary as the worker program).
+//! - `console_1000_lines_1kb` against `console_floor_1000_calls`: a pooled run logging 1,000
+//!   lines of 1 KB, and the same loop calling an empty function; the difference / 1,000 is the
+//!   cost of one `console.log` of a 1 KB string (formatting, the op, the host's buffer).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +21,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use deno_core::{JsRuntime, RuntimeOptions};
 
 const PROGRAM: &str = "return 1 + 1;";
+const CONSOLE_PROGRAM: &str =
+    "const line = 'x'.repeat(1024); for (let i = 0; i < 1000; i++) console.log(line); return 1;";
+const CONSOLE_FLOOR: &str = "const line = 'x'.repeat(1024); const f = (s) => s; for (let i = 0; i < 1000; i++) f(line); return 1;";
 
 fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("sandbox");
@@ -58,7 +64,18 @@ fn benches(c: &mut Criterion) {
             ..SandboxConfig::default()
         })
         .unwrap();
-        pooled_run(&mut group, name, &sandbox, &host);
+        pooled_run(&mut group, name, &sandbox, &host, PROGRAM);
+    }
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    for (name, program) in [
+        ("console_1000_lines_1kb", CONSOLE_PROGRAM),
+        ("console_floor_1000_calls", CONSOLE_FLOOR),
+    ] {
+        pooled_run(&mut group, name, &sandbox, &host, program);
     }
     for (name, isolation) in [
         ("sandbox_back_to_back", Isolation::Thread),
@@ -84,12 +101,13 @@ fn processes() -> Isolation {
     Isolation::Process(ProcessConfig::with_program(env!("CARGO_BIN_EXE_codemode")))
 }
 
-/// A trivial program through the warm pool (refilled outside the timing).
+/// `program` through the warm pool (refilled outside the timing).
 fn pooled_run(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     sandbox: &Sandbox,
     host: &tokio::runtime::Runtime,
+    program: &str,
 ) {
     group.bench_function(name, |b| {
         b.iter_custom(|iters| {
@@ -100,7 +118,7 @@ fn pooled_run(
                     std::thread::sleep(Duration::from_micros(200));
                 }
                 let started = Instant::now();
-                let outcome = host.block_on(sandbox.run(PROGRAM));
+                let outcome = host.block_on(sandbox.run(program));
                 total += started.elapsed();
                 assert!(outcome.is_ok());
             }

@@ -103,6 +103,8 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    // Kept to ask, after the run, whether every record reached its file.
+    let watched_logs = logs.clone();
     let outcome = runtime.block_on(async {
         let approver = Arc::new(TerminalApprover::new());
         let screen = approver.screen_lock();
@@ -162,7 +164,16 @@ pub fn run(args: RunArgs) -> i32 {
             eprintln!("{}", summary_line(&outcome));
         }
     }
-    if outcome.is_ok() { 0 } else { EXIT_FAILED }
+    // A run whose records did not all reach their files is not a clean success.
+    let failures = watched_logs.failures();
+    for failure in &failures {
+        eprintln!("codemode run: {failure}");
+    }
+    if outcome.is_ok() && outcome.record_error.is_none() && failures.is_empty() {
+        0
+    } else {
+        EXIT_FAILED
+    }
 }
 
 /// The closing line on stderr (human mode, runs that called tools).

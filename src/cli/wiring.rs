@@ -23,13 +23,14 @@ pub fn run_limits(policy: &PolicyLimits, timeout_ms: Option<u64>, heap_mb: Optio
     limits
 }
 
-/// `--session-log` and `--audit-log`, open for appending.
-#[derive(Default)]
+/// `--session-log` and `--audit-log`, open for appending. Clones share the files (a command
+/// keeps one to ask [`Logs::failures`] after the harness took the other).
+#[derive(Clone, Default)]
 pub struct Logs {
     /// Durable `tool/result` events: each `run_code` call, and direct calls.
-    session: Option<Arc<SessionLog>>,
+    session: Option<(PathBuf, Arc<SessionLog>)>,
     /// One record per nested (or direct) tool call.
-    audit: Option<Arc<dyn EventSink>>,
+    audit: Option<(PathBuf, Arc<AuditLog>)>,
 }
 
 impl Logs {
@@ -42,19 +43,47 @@ impl Logs {
             format!("{flag} {}: cannot open for appending: {e}", path.display())
         };
         let session = match session_log {
-            Some(path) => Some(Arc::new(
-                SessionLog::open(path, SessionLogOptions::default())
-                    .map_err(|e| cannot("--session-log", path, e))?,
+            Some(path) => Some((
+                path.clone(),
+                Arc::new(
+                    SessionLog::open(path, SessionLogOptions::default())
+                        .map_err(|e| cannot("--session-log", path, e))?,
+                ),
             )),
             None => None,
         };
         let audit = match audit_log {
-            Some(path) => Some(Arc::new(
-                AuditLog::open(path).map_err(|e| cannot("--audit-log", path, e))?,
-            ) as Arc<dyn EventSink>),
+            Some(path) => Some((
+                path.clone(),
+                Arc::new(AuditLog::open(path).map_err(|e| cannot("--audit-log", path, e))?),
+            )),
             None => None,
         };
         Ok(Logs { session, audit })
+    }
+
+    /// One line per log file that lost records (the details went to stderr as they happened).
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((path, log)) = &self.session
+            && log.write_errors() > 0
+        {
+            out.push(format!(
+                "--session-log {}: {} record(s) could not be written",
+                path.display(),
+                log.write_errors()
+            ));
+        }
+        if let Some((path, log)) = &self.audit
+            && log.write_errors() > 0
+        {
+            out.push(format!(
+                "--audit-log {}: {} record(s) could not be written",
+                path.display(),
+                log.write_errors()
+            ));
+        }
+        out
     }
 }
 
@@ -87,7 +116,8 @@ impl IsolationFlag {
 pub fn harness(sources: &Sources, limits: Limits, logs: Logs) -> HarnessBuilder {
     let policy = sources.policy.clone();
     let builtins = sources.builtins().cloned();
-    let Logs { session, audit } = logs;
+    let session = logs.session.map(|(_, log)| log);
+    let audit = logs.audit.map(|(_, log)| log as Arc<dyn EventSink>);
     let outer_session = session.clone();
     Harness::builder()
         .limits(limits)

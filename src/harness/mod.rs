@@ -363,17 +363,22 @@ impl Harness {
 /// # Errors
 /// The call failed, or its value is not a run outcome.
 pub fn run_outcome(mut outcome: CallOutcome) -> Result<RunOutcome, RunCallError> {
-    if let Some(typed) = outcome
+    let record_error = outcome.durable_error.take();
+    let mut run = if let Some(typed) = outcome
         .typed
         .take()
         .and_then(|t| t.downcast_arc::<RunOutcome>())
     {
-        return Ok(Arc::try_unwrap(typed).unwrap_or_else(|shared| (*shared).clone()));
-    }
-    match outcome.result() {
-        Ok(value) => RunOutcome::deserialize(value).map_err(RunCallError::NotAnOutcome),
-        Err(error) => Err(RunCallError::Call(error.clone())),
-    }
+        Arc::try_unwrap(typed).unwrap_or_else(|shared| (*shared).clone())
+    } else {
+        match outcome.result() {
+            Ok(value) => RunOutcome::deserialize(value).map_err(RunCallError::NotAnOutcome)?,
+            Err(error) => return Err(RunCallError::Call(error.clone())),
+        }
+    };
+    // The record was written after the outcome was made: a failure can only be added now.
+    run.record_error = record_error;
+    Ok(run)
 }
 
 /// The tools a program sees: the registry without `run_code` (it never sees itself).

@@ -278,20 +278,28 @@ fn to_result(
                     parsed.as_ref()
                 }
             };
-            let ok = match run {
+            let ran_ok = match run {
                 Some(run) => run.is_ok(),
                 None => value.get("status").and_then(Value::as_str) == Some("ok"),
             };
             // Many clients give the model `structuredContent`: it keeps the text's budget.
             let output_bytes = catalog.harness.code_mode().limits().output_bytes;
-            let structured = match run {
+            let mut structured = match run {
                 Some(run) => capped_outcome(run, output_bytes),
                 None => value.clone(),
             };
-            let mut result = if ok {
-                CallToolResult::success(vec![ContentBlock::text(outcome.content.clone())])
+            let mut text = outcome.content.clone();
+            // A run whose durable record is missing is not reported as a clean success.
+            if let Some(why) = &outcome.durable_error {
+                text.push_str(&format!("\n[not recorded] {why}"));
+                if let Value::Object(fields) = &mut structured {
+                    fields.insert("record_error".into(), Value::String(why.clone()));
+                }
+            }
+            let mut result = if ran_ok && outcome.durable_error.is_none() {
+                CallToolResult::success(vec![ContentBlock::text(text)])
             } else {
-                CallToolResult::error(vec![ContentBlock::text(outcome.content.clone())])
+                CallToolResult::error(vec![ContentBlock::text(text)])
             };
             result.structured_content = Some(structured);
             result

@@ -16,6 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -26,6 +27,7 @@ use super::events::{Event, EventSink};
 pub struct AuditLog {
     file: Mutex<File>,
     include_direct: bool,
+    write_errors: AtomicU64,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -46,7 +48,14 @@ impl AuditLog {
         Ok(AuditLog {
             file: Mutex::new(file),
             include_direct: false,
+            write_errors: AtomicU64::new(0),
         })
+    }
+
+    /// Records that could not be written (each is also reported with `tracing::error!`, which
+    /// the `codemode` binary prints on stderr).
+    pub fn write_errors(&self) -> u64 {
+        self.write_errors.load(Ordering::Relaxed)
     }
 
     /// Also records direct calls.
@@ -88,6 +97,7 @@ impl EventSink for AuditLog {
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(err) = file.write_all(&line) {
+            self.write_errors.fetch_add(1, Ordering::Relaxed);
             tracing::error!(error = %err, call_id = &*e.call_id, "audit log write failed");
         }
     }

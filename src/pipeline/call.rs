@@ -154,6 +154,9 @@ pub struct CallOutcome {
     pub executed: bool,
     /// The typed value of an `execute_typed` body, when the value is still the body's own.
     pub typed: Option<Typed>,
+    /// Why the call's durable record (its `tool/result` in the session log) could not be
+    /// written; `None` when it was, or when the call has none (nested calls).
+    pub durable_error: Option<String>,
 }
 
 impl CallOutcome {

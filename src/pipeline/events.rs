@@ -218,6 +218,19 @@ impl Event {
 pub trait EventSink: Send + Sync + 'static {
     /// Receives one event. A durable sink has written it when this returns.
     fn emit(&self, event: &Event);
+
+    /// Writes one durable event and says whether it was written. The pipeline calls this for
+    /// durable sinks: a failure is reported in the call's outcome
+    /// ([`CallOutcome::durable_error`](crate::pipeline::CallOutcome::durable_error)), so a call
+    /// whose record is missing never looks complete. The default is [`emit`](Self::emit),
+    /// which cannot fail.
+    ///
+    /// # Errors
+    /// The event could not be written; the message says where and why.
+    fn record(&self, event: &Event) -> Result<(), String> {
+        self.emit(event);
+        Ok(())
+    }
 }
 
 impl<F> EventSink for F
@@ -261,10 +274,14 @@ impl Sinks {
         }
     }
 
-    pub(crate) fn durable(&self, event: &Event) {
-        for sink in &self.durable {
-            sink.emit(event);
-        }
+    /// Writes `event` to every durable sink; the failures, joined, when any sink failed.
+    pub(crate) fn durable(&self, event: &Event) -> Option<String> {
+        let failures: Vec<String> = self
+            .durable
+            .iter()
+            .filter_map(|sink| sink.record(event).err())
+            .collect();
+        (!failures.is_empty()).then(|| failures.join("; "))
     }
 }
 

@@ -79,10 +79,18 @@ impl EventSink for SessionLog {
         if !matches!(event, Event::Durable(_)) {
             return;
         }
-        if let Err(e) = self.append(event) {
+        let _ = self.record(event);
+    }
+
+    fn record(&self, event: &Event) -> Result<(), String> {
+        if !matches!(event, Event::Durable(_)) {
+            return Ok(());
+        }
+        self.append(event).map_err(|e| {
             self.write_errors.fetch_add(1, Ordering::Relaxed);
             tracing::error!(error = %e, call_id = event.call_id(), "session log write failed");
-        }
+            format!("the session log could not be written: {e}")
+        })
     }
 }
 

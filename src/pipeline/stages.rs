@@ -388,12 +388,13 @@ fn complete(
     });
     inner.sinks.live(&event);
     let durable = matches!(&event, Event::Result(e) if e.caller.is_durable());
+    let mut durable_error = None;
     if durable && !inner.sinks.durable.is_empty() {
         event = match event {
             Event::Result(e) => Event::Durable(e),
             other => other,
         };
-        inner.sinks.durable(&event);
+        durable_error = inner.sinks.durable(&event);
     }
     let (Event::Result(e) | Event::Durable(e)) = event else {
         unreachable!()
@@ -417,5 +418,6 @@ fn complete(
         error,
         executed,
         typed,
+        durable_error,
     }
 }

@@ -145,6 +145,7 @@ fn order(mut fields: Map<String, Value>) -> Map<String, Value> {
         "error",
         "contexts",
         "stats",
+        "record_error",
     ] {
         if let Some(v) = fields.remove(key) {
             out.insert(key.into(), v);
@@ -224,7 +225,8 @@ pub fn outcome_schema() -> Value {
                     "bytes_returned": count
                 },
                 "required": ["tool_calls", "calls_by_tool", "cancelled_calls", "wall_ms", "bytes_kept_in_sandbox", "bytes_returned"]
-            }
+            },
+            "record_error": {"type": "string", "description": "The run's record could not be written to the session log: why."}
         },
         "required": ["version", "status", "logs", "contexts", "stats"]
     })
@@ -250,6 +252,7 @@ mod tests {
             error: None,
             contexts: Vec::new(),
             stats: RunStats::default(),
+            record_error: None,
         }
     }
 

@@ -105,6 +105,7 @@ pub(crate) async fn execute(
         error: None,
         contexts,
         stats,
+        record_error: None,
     };
     let positions = ProgramPositions::new(program, PROGRAM_NAME);
     if control

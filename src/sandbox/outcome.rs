@@ -202,6 +202,11 @@ pub struct RunOutcome {
     pub contexts: Vec<RunContext>,
     /// Call counts, timing and byte counts.
     pub stats: RunStats,
+    /// The run's durable record (its `tool/result` in the session log) could not be written:
+    /// why. Set by the harness after the run; the run itself may have ended `ok`, but its
+    /// record is missing, so callers must not treat it as complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_error: Option<String>,
 }
 
 /// A `value` key that is present is a value, `null` included (serde's default for an `Option`
@@ -224,6 +229,7 @@ impl RunOutcome {
             error: Some(error),
             contexts: Vec::new(),
             stats: RunStats::default(),
+            record_error: None,
         }
     }
 

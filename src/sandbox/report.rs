@@ -13,6 +13,9 @@ pub fn render(outcome: &RunOutcome, max_bytes: usize) -> String {
         out.push_str(&status_line(outcome));
         out.push('\n');
     }
+    if let Some(why) = &outcome.record_error {
+        out.push_str(&format!("[not recorded] {why}\n"));
+    }
     for entry in &outcome.logs {
         match entry.level {
             LogLevel::Warn => out.push_str("warn: "),

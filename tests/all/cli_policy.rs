@@ -448,6 +448,60 @@ fn log_files_that_cannot_be_opened_are_input_errors() {
     }
 }
 
+#[test]
+fn records_that_cannot_be_written_are_errors_and_mark_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hi").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let program = b"await tools.read_file({path: 'a.txt'}); return 1";
+    // The durable record: stderr names the file, the exit is 1, the outcome says why.
+    let (code, stdout, stderr) = run_stdin(
+        &[
+            "run",
+            "-",
+            "--json",
+            "--root",
+            root,
+            "--session-log",
+            "/dev/full",
+        ],
+        program,
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let outcome: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(outcome["status"], "ok");
+    assert!(
+        outcome["record_error"]
+            .as_str()
+            .unwrap()
+            .contains("No space left on device"),
+        "{outcome}"
+    );
+    assert!(
+        stderr.contains("--session-log /dev/full: 1 record(s) could not be written"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run_stdin(
+        &["run", "-", "--root", root, "--session-log", "/dev/full"],
+        program,
+    );
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("[not recorded] the session log could not be written"),
+        "{stdout}"
+    );
+    // An audit record: the same on stderr and in the exit code.
+    let (code, _, stderr) = run_stdin(
+        &["run", "-", "--root", root, "--audit-log", "/dev/full"],
+        program,
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("--audit-log /dev/full: 1 record(s) could not be written"),
+        "{stderr}"
+    );
+}
+
 /// Runs `program` with the built-ins over a fresh root, an allow-all policy and an audit log;
 /// returns the root, the outcome and the audit records.
 fn run_audited(program: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Vec<Value>) {

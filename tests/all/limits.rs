@@ -198,6 +198,28 @@ async fn default_console_cap_is_one_mebibyte() {
 }
 
 #[tokio::test]
+async fn a_flood_of_long_console_lines_ends_ok_with_the_cap_marker() {
+    // 200,000 lines of 1 KB: at ~170 us a line (a character-by-character scan for printf
+    // directives) this ran into the deadline; it must end `ok`, the console capped.
+    let limits = Limits {
+        deadline: Duration::from_secs(15),
+        ..Limits::default()
+    };
+    let outcome = run_limited(
+        "const line = 'z'.repeat(1024); for (let i = 0; i < 200000; i++) console.log(line); return 'done';",
+        limits,
+    )
+    .await;
+    assert_eq!(outcome.status, RunStatus::Ok, "{:?}", outcome.error);
+    assert_eq!(value(&outcome), json!("done"));
+    let marker = &outcome.logs.last().unwrap().text;
+    assert!(
+        marker.starts_with("[console truncated: ") && marker.contains(" entries]"),
+        "{marker}"
+    );
+}
+
+#[tokio::test]
 async fn oversized_program_is_rejected_before_running() {
     let source = format!("return 1; // {}", "p".repeat(256 * 1024));
     let outcome = run(&source).await;

@@ -206,3 +206,25 @@ fn every_completed_event_survives_a_killed_writer() {
         assert_eq!(e.card, e.event.card);
     }
 }
+
+#[tokio::test]
+async fn a_durable_record_that_cannot_be_written_is_in_the_calls_outcome() {
+    let log = std::sync::Arc::new(
+        codemode::pipeline::SessionLog::open("/dev/full", Default::default()).unwrap(),
+    );
+    let p = codemode::Pipeline::builder(crate::support::registry([crate::support::echo_tool(
+        "echo",
+    )]))
+    .session_log(log.clone())
+    .build();
+    let out = p
+        .call(codemode::pipeline::CallRequest::new(
+            "echo",
+            serde_json::json!({"text": "x"}),
+        ))
+        .await;
+    assert!(out.is_ok());
+    let why = out.durable_error.expect("the failure is reported");
+    assert!(why.contains("No space left on device"), "{why}");
+    assert_eq!(log.write_errors(), 1);
+}

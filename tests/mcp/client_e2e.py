@@ -51,7 +51,8 @@ async def run_code(client, code, **kw):
     outcome = result.structured_content
     check(isinstance(outcome, dict), f"structuredContent is not the RunOutcome: {result}")
     check(outcome.get("version") == 1, f"not a RunOutcome: {outcome}")
-    check(result.is_error == (outcome["status"] != "ok"), f"isError does not follow the status: {result}")
+    failed = outcome["status"] != "ok" or "record_error" in outcome
+    check(result.is_error == failed, f"isError does not follow the status: {result}")
     return result, outcome
 
 
