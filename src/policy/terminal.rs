@@ -140,12 +140,21 @@ impl Approver for TerminalApprover {
         let open = self.open.clone();
         let screen = self.screen.clone();
         async move {
-            let answer = tokio::task::spawn_blocking(move || {
-                let _screen = screen.lock().unwrap_or_else(|p| p.into_inner());
-                ask(&*open, &prompt)
-            })
-            .await
-            .map_err(|e| HookError::new(format!("the terminal prompt failed: {e}")))?;
+            // The read blocks until a line is typed and cannot be interrupted. On a thread of
+            // its own, not tokio's blocking pool: a runtime being dropped waits for its blocking
+            // tasks, so Ctrl-C at the prompt (which cancels the run and drops the call) would
+            // otherwise hang until Enter. An abandoned prompt thread ends with the process.
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("codemode-prompt".into())
+                .spawn(move || {
+                    let _screen = screen.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = reply.send(ask(&*open, &prompt));
+                })
+                .map_err(|e| HookError::new(format!("the terminal prompt failed: {e}")))?;
+            let answer = answer
+                .await
+                .map_err(|_| HookError::new("the terminal prompt failed: its thread panicked"))?;
             Ok(match answer {
                 Answer::Yes => ApprovalDecision::Approve,
                 Answer::No(reason) => ApprovalDecision::Refuse { reason },

@@ -415,6 +415,61 @@ fn the_terminal_prompt_approves_on_yes_and_refuses_otherwise() {
 }
 
 #[test]
+fn ctrl_c_at_the_terminal_prompt_cancels_the_run_at_once() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("`script` is not installed; skipping the terminal test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = write(
+        dir.path(),
+        "p.ts",
+        "await tools.write_file({path: 'w.txt', content: 'x'}); return 'written';",
+    );
+    let line = format!(
+        "{} run {} --root {}",
+        shell_quote(env!("CARGO_BIN_EXE_codemode")),
+        shell_quote(&prog),
+        shell_quote(dir.path().to_str().unwrap())
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Ctrl-C on the terminal (the line discipline turns it into SIGINT); never an Enter.
+    stdin.write_all(b"\x03").unwrap();
+    let typed = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if typed.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("Ctrl-C at the prompt did not end the run within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut screen = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut screen)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{screen}");
+    assert!(screen.contains("allow this call? [y/N]"), "{screen}");
+    assert!(screen.contains("[cancelled]"), "{screen}");
+    assert!(!dir.path().join("w.txt").exists());
+}
+
+#[test]
 fn slow_runs_show_live_progress_on_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "p.toml", "default = \"allow\"\n");
