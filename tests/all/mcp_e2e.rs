@@ -175,6 +175,11 @@ fn structured_content_keeps_the_output_budget_and_matches_the_declared_output_sc
 }
 
 #[test]
+fn a_program_cannot_call_run_code_over_mcp() {
+    scenario("no_nested_run_code");
+}
+
+#[test]
 fn asks_are_refused_when_the_client_cannot_elicit() {
     scenario("no_elicitation_denies");
 }

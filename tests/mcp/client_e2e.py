@@ -323,6 +323,22 @@ return Array.from({length: 3000}, (_, i) => ({i, name: `item ${i}`}));
         check(len(text_of(result).encode()) <= 40_100, "the text content keeps its budget too")
 
 
+async def no_nested_run_code():
+    """A program cannot call run_code itself (it never sees itself): UNKNOWN_TOOL at once, even
+    with one worker (a nested run would wait for the busy worker until its deadline)."""
+    async with Client(server("--root", WORK, "--workers", "1")) as client:
+        _, outcome = await run_code(client, """
+const codes = [];
+for (const call of [() => tools.run_code({code: "return 41 + 1"}), () => tools["run_code"]({code: "return 1"})]) {
+  try { await call(); codes.push("ran"); } catch (e) { codes.push(e.code ?? e.name); }
+}
+return codes;
+""")
+        check(outcome["status"] == "ok", f"{outcome}")
+        check(outcome["value"] == ["UNKNOWN_TOOL", "UNKNOWN_TOOL"], f"{outcome['value']}")
+        check(outcome["stats"]["wall_ms"] < 5000, f"the run waited: {outcome['stats']}")
+
+
 async def mrtr_retry_rules():
     """Driving the InputRequiredResult rounds by hand: a retry naming another tool is refused and
     leaves the call suspended; the right retry delivers the answer (here: no)."""
@@ -517,6 +533,7 @@ return { hits: hits.matches.length, lines: texts.map(t => t.content.split("\\n")
 
 SCENARIOS = {
     "capped_structured": capped_structured,
+    "no_nested_run_code": no_nested_run_code,
     "soak": soak,
     "load": load,
     "crashed_worker": crashed_worker,
