@@ -26,6 +26,8 @@
 
   // printf-style directives in a leading string, as in Node: %s %d %i %f %j %o %O %c %%.
   function formatArgs(args) {
+    // A lone string is printed as is, `%` included (Node: util.format('%% %s') is '%% %s').
+    if (args.length === 1 && typeof args[0] === "string") return args[0];
     let out = "";
     let start = 0;
     if (args.length > 0 && typeof args[0] === "string") {
@@ -67,7 +69,8 @@
     return out;
   }
 
-  const emit = (level, text) => op_codemode_console(LEVEL[level], text);
+  // The text's UTF-16 length sizes the host's buffer (one transcode instead of two).
+  const emit = (level, text) => op_codemode_console(LEVEL[level], text, text.length);
 
   function table(data, columns) {
     if (data === null || typeof data !== "object") return emit("log", formatArgs([data]));

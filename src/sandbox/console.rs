@@ -30,7 +30,13 @@ impl ConsoleBuffer {
     }
 
     /// Keeps `text` if it fits; once anything was dropped, nothing more is kept.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, level: LogLevel, text: &str) {
+        self.push_owned(level, text.to_owned());
+    }
+
+    /// [`push`](Self::push) of an owned text: a kept entry is stored without a copy.
+    pub(crate) fn push_owned(&mut self, level: LogLevel, mut text: String) {
         if self.full {
             self.drop_entry(text.len());
             return;
@@ -50,10 +56,18 @@ impl ConsoleBuffer {
             self.full = true;
             self.dropped_bytes += text.len() - keep;
         }
-        self.entries.push(LogEntry {
-            level,
-            text: text[..keep].to_string(),
-        });
+        text.truncate(keep);
+        self.entries.push(LogEntry { level, text });
+    }
+
+    /// Whether anything was dropped: every later entry is only counted.
+    pub(crate) fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Counts an entry of `bytes` that is not kept (the buffer is full).
+    pub(crate) fn drop_bytes(&mut self, bytes: usize) {
+        self.drop_entry(bytes);
     }
 
     fn drop_entry(&mut self, bytes: usize) {

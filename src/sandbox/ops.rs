@@ -2,18 +2,43 @@
 //! `runtime-js/00_primordials.js`, checked by a test). User code reaches none of them
 //! directly: the glue captures them before `Deno` is removed.
 
-use deno_core::{OpState, op2};
+use deno_core::{OpState, op2, v8};
 
 use super::outcome::LogLevel;
 use super::run_state::{FinishReport, RunState};
 use super::tool_ops::op_codemode_tool_call;
 
+/// One console entry. deno_core's `#[string]` conversion costs the QuickJS facade three
+/// whole-string transcodes (length, then a UTF-16 view, then bytes); this reads a kept text with
+/// one UTF-8 write into a buffer sized from the UTF-16 length JS passes, and a dropped one (the
+/// buffer is full) with one UTF-8 length, which feeds the truncation marker. Measured with the
+/// `console_*` benches: ~5 us per kept 1 KB line, ~0.6 us per dropped one.
 #[op2(fast)]
-pub(crate) fn op_codemode_console(state: &mut OpState, #[smi] level: u32, #[string] text: &str) {
-    state
-        .borrow_mut::<RunState>()
-        .console
-        .push(LogLevel::from_code(level), text);
+pub(crate) fn op_codemode_console(
+    scope: &mut v8::PinScope<'_, '_>,
+    state: &mut OpState,
+    #[smi] level: u32,
+    text: v8::Local<v8::String>,
+    #[smi] utf16_units: u32,
+) {
+    let console = &mut state.borrow_mut::<RunState>().console;
+    if console.is_full() {
+        console.drop_bytes(text.utf8_length(scope));
+        return;
+    }
+    // A UTF-16 unit is at most 3 UTF-8 bytes (a surrogate pair, 2 units, is 4): the length JS
+    // passes bounds the buffer without a separate measuring pass.
+    let mut buffer = vec![0u8; utf16_units as usize * 3];
+    let written = text.write_utf8_v2(
+        scope,
+        &mut buffer,
+        v8::WriteFlags::kReplaceInvalidUtf8,
+        None,
+    );
+    buffer.truncate(written);
+    let text = String::from_utf8(buffer)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    console.push_owned(LogLevel::from_code(level), text);
 }
 
 #[op2(fast)]
