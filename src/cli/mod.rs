@@ -7,6 +7,7 @@ mod progress;
 mod run;
 mod sdk;
 mod sources;
+mod telemetry;
 mod tools_file;
 mod wiring;
 
@@ -27,6 +28,16 @@ pub const EXIT_USAGE: i32 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// What to log on stderr: a level (`error`, `warn`, `info`, `debug`, `trace`) or a RUST_LOG
+    /// directive list (`codemode=debug,rmcp=info`). Beats RUST_LOG [default: RUST_LOG, else
+    /// warn].
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = telemetry::parse_log_level)]
+    log_level: Option<String>,
+    /// Export codemode's spans (each tool call as `execute_tool {tool}`, each run as
+    /// `code_mode_run`) over OTLP/HTTP with JSON bodies to the collector at URL (e.g.
+    /// http://localhost:4318; `/v1/traces` is appended unless the URL ends with it).
+    #[arg(long, global = true, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -51,10 +62,21 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match cli.command {
+    let telemetry = match telemetry::install(cli.log_level.as_deref(), cli.otlp_endpoint.as_deref())
+    {
+        Ok(telemetry) => telemetry,
+        Err(message) => {
+            eprintln!("codemode: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let code = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Sdk(args) => sdk::sdk(args),
         Command::Tools(args) => sdk::tools(args),
         Command::Mcp(args) => mcp::mcp(args),
-    }
+    };
+    // `main` ends the process with `std::process::exit`, which would drop buffered spans.
+    telemetry.shutdown();
+    code
 }

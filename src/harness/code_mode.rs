@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use super::pipeline_host::PipelineHost;
+use super::pipeline_host::{PipelineHost, RunSpan};
 use super::visible_tools;
 use crate::call::{Extensions, Limits, RunId};
 use crate::pipeline::Pipeline;
@@ -102,33 +103,72 @@ impl CodeMode {
         cancel: CancellationToken,
         extensions: &Extensions,
     ) -> RunOutcome {
+        let chosen = extensions.get::<RunId>();
+        // Minted here rather than in the sandbox so the run's span knows it too.
+        let run_id = chosen.cloned().unwrap_or_else(RunId::fresh);
+        let span = run_span(&run_id);
+        let host_span = RunSpan::new(span.clone());
         let pipeline = &self.inner.pipeline;
         let host = PipelineHost {
             pipeline: pipeline.clone(),
             scope: pipeline.root_scope().sibling(),
             paths: self.inner.paths.clone(),
+            run_span: host_span.clone(),
         };
         let run_cancel = self.inner.stop.child_token();
-        let mut options = RunOptions::new(self.inner.limits.clone())
+        let options = RunOptions::new(self.inner.limits.clone())
             .with_cancel(run_cancel.clone())
             .with_tools(Arc::new(host))
-            .with_extensions(extensions.clone());
-        let chosen = extensions.get::<RunId>();
-        if let Some(run_id) = chosen {
-            options = options.with_run_id(run_id.as_str());
-        }
+            .with_extensions(extensions.clone())
+            .with_run_id(run_id.as_str());
         let _registered =
             chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
-        let run = self.inner.sandbox.run_with(code, options);
+        let run = self
+            .inner
+            .sandbox
+            .run_with(code, options)
+            .instrument(span.clone());
         tokio::pin!(run);
-        tokio::select! {
+        let outcome = tokio::select! {
             biased;
             outcome = &mut run => outcome,
             () = cancel.cancelled() => {
                 run_cancel.cancel();
                 run.await
             }
-        }
+        };
+        host_span.end();
+        record_end(&span, &outcome);
+        outcome
+    }
+}
+
+/// The span of one run. Its parent is the span current when the run starts: for a `run_code`
+/// call, that call's `execute_tool run_code` span. Every nested call's span hangs under it
+/// explicitly (the calls are issued on the sandbox's thread, or arrive from a worker process,
+/// where no span of the run is current).
+fn run_span(run_id: &RunId) -> tracing::Span {
+    tracing::info_span!(
+        "code_mode_run",
+        codemode.run_id = run_id.as_str(),
+        codemode.run.status = tracing::field::Empty,
+        codemode.run.tool_calls = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Puts how the run ended on its span; a run that did not end ok is an error span whose
+/// `error.type` is its status upper-cased, the code of its durable `tool/result`.
+fn record_end(span: &tracing::Span, outcome: &RunOutcome) {
+    span.record("codemode.run.status", outcome.status.as_str());
+    span.record("codemode.run.tool_calls", outcome.stats.tool_calls);
+    if !outcome.is_ok() {
+        span.record("otel.status_code", "ERROR");
+        span.record(
+            "error.type",
+            outcome.status.as_str().to_ascii_uppercase().as_str(),
+        );
     }
 }
 

@@ -42,7 +42,7 @@ use serde_json::json;
 pub use code_mode::CodeMode;
 pub use run_code::RUN_CODE;
 
-use crate::call::{CallError, CallLimits, Extensions, Limits};
+use crate::call::{CallError, CallLimits, Extensions, Limits, RunId};
 use crate::pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
 use crate::sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxStartError};
 use crate::sdk::{SdkTool, generate_sdk};
@@ -323,10 +323,14 @@ impl Harness {
     }
 
     /// The `run_code` call for `code`, ready for [`Harness::call`] (add a cancel token,
-    /// extensions such as a [`RunId`](crate::call::RunId), a caller). It has a scheduler scope
-    /// of its own: `run_code` is exclusive, and runs of one harness must not wait on each other.
+    /// extensions, a caller). It has a scheduler scope of its own: `run_code` is exclusive, and
+    /// runs of one harness must not wait on each other. It carries a fresh
+    /// [`RunId`](crate::call::RunId) (put your own over it to choose the id): the run uses it,
+    /// and the durable `tool/result` records it as `run_id`.
     pub fn request(&self, code: &str) -> CallRequest {
-        CallRequest::new(RUN_CODE, json!({ "code": code })).scope(self.outer.root_scope().sibling())
+        CallRequest::new(RUN_CODE, json!({ "code": code }))
+            .scope(self.outer.root_scope().sibling())
+            .extension(RunId::fresh())
     }
 
     /// Calls `run_code` through the outer pipeline, with its events and logs.

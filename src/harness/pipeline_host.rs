@@ -1,7 +1,7 @@
 //! [`ToolHost`] over the pipeline: every call of a program becomes one pipeline call with caller
 //! provenance `code_mode{run_id, seq}`, in the run's own scheduler scope.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -15,6 +15,30 @@ pub(crate) struct PipelineHost {
     /// The run's child scope: its exclusive calls never wait on the `run_code` call itself.
     pub scope: Arc<Scope>,
     pub paths: Vec<String>,
+    /// The run's span: every nested call's span is its child, whichever thread or process the
+    /// program runs on.
+    pub run_span: RunSpan,
+}
+
+/// The run's span as the host holds it: let go of when the run ends ([`RunSpan::end`]), so the
+/// span closes (and is exported) when the run does, not whenever the sandbox drops the host.
+#[derive(Clone)]
+pub(crate) struct RunSpan(Arc<Mutex<Option<tracing::Span>>>);
+
+impl RunSpan {
+    pub(super) fn new(span: tracing::Span) -> RunSpan {
+        RunSpan(Arc::new(Mutex::new(Some(span))))
+    }
+
+    /// The span, while the run goes.
+    fn get(&self) -> Option<tracing::Span> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The run ended: no call is issued after, and the host no longer keeps the span open.
+    pub(super) fn end(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
 }
 
 /// Stops the run's deadline clock while a nested call awaits its approver.
@@ -48,6 +72,10 @@ impl ToolHost for PipelineHost {
             .cancel_token(request.cancel)
             .approval_observer(Arc::new(PauseDeadline(request.deadline)))
             .extensions(&request.extensions);
+        let call = match self.run_span.get() {
+            Some(span) => call.parent_span(span),
+            None => call,
+        };
         // `call()` takes the call's place in the scope now, in issue order. The call runs on the
         // sandbox worker's event loop, next to the program that awaits it: hopping to the host
         // runtime and back cost two cross-thread wake-ups per call (measured: ~40x the raw op).

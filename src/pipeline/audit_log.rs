@@ -8,6 +8,9 @@
 //! issue to completion; `queued_ms` (behind exclusive calls) and `approval_ms` (waiting for the
 //! approver) are the parts of it that were waiting, not running.
 //!
+//! `run_id` (top level, beside `caller`) is the run the call belongs to: the same id is on the
+//! run's durable `tool/result` and on its spans (`codemode.run_id`).
+//!
 //! `executed` says whether the tool's body started: a `CANCELLED` call with `executed: false`
 //! had no effect; any record with `executed: true` may have (a call whose run ended while its
 //! tool was running is recorded with the tool's own outcome, after the run).
@@ -85,6 +88,11 @@ impl EventSink for AuditLog {
             "queued_ms": e.queued_ms,
             "approval_ms": e.approval_ms,
         });
+        // Top level, not only inside `caller`: the key that joins a record to its run's durable
+        // `tool/result` and to its spans.
+        if let (Some(run_id), Value::Object(fields)) = (&e.run_id, &mut record) {
+            fields.insert("run_id".into(), json!(run_id));
+        }
         if let (Some(auth), Value::Object(fields)) = (&e.authorization, &mut record) {
             fields.insert("decision".into(), json!(auth.decision));
             fields.insert("by".into(), json!(auth.by));

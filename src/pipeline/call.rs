@@ -105,6 +105,8 @@ impl CallRequest {
     }
 
     /// The span the call's `tool_call` span nests under (default: the span current at `call`).
+    /// The call's span is made, entered and closed in that span's subscriber, so it nests under
+    /// it whichever thread issues the call (a nested call of a run, on the sandbox's thread).
     pub fn parent_span(mut self, span: tracing::Span) -> Self {
         self.parent_span = Some(span);
         self

@@ -74,6 +74,12 @@ pub struct ResultEvent {
     pub tool: String,
     /// Who issued the call.
     pub caller: Caller,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The run the call belongs to: the caller's run for a nested call; for a direct call (a
+    /// `run_code` call) the [`RunId`](crate::call::RunId) extension it carries, which is the id
+    /// of the run it starts. The same id is on the audit records of the run's nested calls and
+    /// on its spans (`codemode.run_id`), so the three can be joined.
+    pub run_id: Option<Arc<str>>,
     /// `ok` or `error`. A value that reports a failure of its own makes it `error` with the
     /// value kept: a `run_code` run that did not end `ok` (`code` is its status upper-cased,
     /// `TIMEOUT`, `CANCELLED`, ...; `details` is `{status, name}`).

@@ -47,6 +47,7 @@
 mod approval;
 mod audit_log;
 mod call;
+mod call_span;
 mod events;
 mod from_fn;
 mod gates;

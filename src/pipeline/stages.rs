@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use futures::future::Either;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::approval::ApprovalObserver;
 use super::call::{ArgsInput, CallOutcome, CallRequest, Timing};
+use super::call_span::{InSubscriber, call_span};
 use super::events::{Authorization, CallEvent, Event, ResultEvent, StartedEvent};
 use super::hooks::CallInfo;
 use super::scheduler::Ticket;
@@ -23,7 +25,7 @@ use crate::call::CANCEL_GRACE;
 use crate::call::ids::{next_call_id, now_rfc3339};
 use crate::call::{CallError, ErrorKind, LimitKind};
 use crate::call::{CallStatus, Caller, ContextEntry};
-use crate::call::{Extensions, Typed};
+use crate::call::{Extensions, RunId, Typed};
 use crate::tool::{Card, ProgressReporter, RegisteredTool, ResultView};
 
 /// What every call has, valid or not.
@@ -65,14 +67,10 @@ pub(crate) fn call(
     req: CallRequest,
 ) -> impl Future<Output = CallOutcome> + Send + 'static {
     let call_id = next_call_id();
-    let parent = req
-        .parent_span
-        .clone()
-        .unwrap_or_else(tracing::Span::current);
-    let span = tracing::info_span!(parent: &parent, "tool_call", tool = %req.tool, call_id = %call_id, caller = %req.caller);
+    let (span, home) = call_span(req.parent_span.as_ref(), &req.tool, &call_id, &req.caller);
     let cancellable = req.cancel.is_some();
     let (base, ready) = span.in_scope(|| issue(&inner, req, call_id));
-    async move {
+    let call = async move {
         let mut contexts = Vec::new();
         let mut waits = Waits::default();
         let result = match (ready, &base.tool) {
@@ -126,7 +124,11 @@ pub(crate) fn call(
         tracing::debug!(status = ?result.status, code = result.error.as_ref().map(|e| e.code().as_str()), "tool call done");
         result
     }
-    .instrument(span)
+    .instrument(span);
+    match home {
+        Some(dispatch) => Either::Left(InSubscriber::new(call, dispatch)),
+        None => Either::Right(call),
+    }
 }
 
 /// The synchronous prefix: lookup, snapshot, argument limit, validation, classification, place.
@@ -365,10 +367,22 @@ fn complete(
         ),
         (None, None) => (status, None, None, None),
     };
+    // `complete` runs inside the call's span (see `call`): a failed call, or a run that did not
+    // end ok, is an error span whose `error.type` is the code the events carry.
+    if let Some(code) = &event_code {
+        let span = tracing::Span::current();
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", code.as_str());
+    }
+    let run_id = match &base.caller {
+        Caller::CodeMode { run_id, .. } => Some(Arc::clone(run_id)),
+        Caller::Direct => base.extensions.get::<RunId>().map(|id| Arc::clone(&id.0)),
+    };
     let mut event = Event::Result(ResultEvent {
         call_id: base.call_id,
         tool: base.path,
         caller: base.caller,
+        run_id,
         status: event_status,
         code: event_code,
         message: event_message,

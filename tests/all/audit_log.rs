@@ -48,6 +48,9 @@ async fn audit_records_nested_calls_without_values() {
         lines[1]["caller"],
         json!({"kind": "code_mode", "run_id": "r_1", "seq": 2})
     );
+    // Top level too: the key that joins a record to its run's durable result and spans.
+    assert_eq!(lines[0]["run_id"], "r_1");
+    assert_eq!(lines[1]["run_id"], "r_1");
 }
 
 #[tokio::test]

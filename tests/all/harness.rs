@@ -13,7 +13,7 @@ use codemode::{Harness, ToolDefinition, ToolFailure, ToolRegistry};
 use serde_json::{Value, json};
 
 use crate::common::sandbox;
-use crate::support::{echo_tool, registry};
+use crate::support::{Recorder, echo_tool, registry};
 
 /// A tool every caller must reach before any returns: two runs that call it both finish only if
 /// they run at the same time.
@@ -152,6 +152,48 @@ async fn extensions_reach_hooks_and_bodies_of_nested_calls_and_a_run_id_names_th
         *seen.lock().unwrap(),
         vec!["hook Some(\"acme\")", "body Some(\"acme\")"]
     );
+}
+
+/// The run id joins a run's durable `tool/result` to the live results (and audit records) of
+/// its nested calls: chosen, or fresh from `Harness::request`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_durable_result_of_a_run_carries_the_run_id_of_its_nested_calls() {
+    use codemode::pipeline::Event;
+    let durable = Recorder::default();
+    let live = Recorder::default();
+    let (outer_sink, inner_sink) = (durable.clone(), live.clone());
+    let harness = Harness::builder()
+        .sandbox(sandbox().clone())
+        .outer(move |pipeline| pipeline.durable_sink(outer_sink.clone()))
+        .inner(move |pipeline| pipeline.observer(inner_sink.clone()))
+        .build(registry([echo_tool("echo")]))
+        .unwrap();
+    let mut chosen = Extensions::new();
+    chosen.insert(RunId("r_chosen".into()));
+    let program = "await tools.echo({text: 'a'}); return 1";
+    harness.run_with(program, &chosen).await.unwrap();
+    harness.run(program).await.unwrap();
+
+    let run_ids = |events: Vec<Event>| -> Vec<String> {
+        events
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Result(r) | Event::Durable(r) => r.run_id.map(|id| id.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    let durable_ids = run_ids(durable.events());
+    let nested_ids = run_ids(live.events());
+    assert_eq!(durable_ids.len(), 2, "{durable_ids:?}");
+    assert_eq!(durable_ids[0], "r_chosen");
+    assert!(durable_ids[1].starts_with("r_") && durable_ids[1] != "r_chosen");
+    assert_eq!(nested_ids, durable_ids, "each nested call names its run");
+    let Event::Durable(first) = &durable.events()[0] else {
+        panic!("a durable event")
+    };
+    let json = serde_json::to_value(first).unwrap();
+    assert_eq!(json["run_id"], "r_chosen", "{json}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -76,12 +76,18 @@ fn each_call_gets_a_tool_call_span_nested_under_the_callers_span() {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
+        // The OpenTelemetry GenAI conventions for tool execution; status and error come at
+        // the end (recorded, not set here).
         assert_eq!(
             fields,
             [
-                ("tool", "echo"),
-                ("call_id", &*out.call_id),
-                ("caller", "code_mode:r_1:1")
+                ("otel.name", "execute_tool echo"),
+                ("gen_ai.operation.name", "execute_tool"),
+                ("gen_ai.tool.name", "echo"),
+                ("gen_ai.tool.call.id", &*out.call_id),
+                ("codemode.caller", "code_mode"),
+                ("codemode.run_id", "r_1"),
+                ("codemode.seq", "1"),
             ]
         );
         assert_eq!(calls[1].parent.as_deref(), Some("sandbox_op"));
@@ -89,13 +95,46 @@ fn each_call_gets_a_tool_call_span_nested_under_the_callers_span() {
             calls[1]
                 .fields
                 .iter()
-                .any(|(k, v)| k == "caller" && v == "direct")
+                .any(|(k, v)| k == "codemode.caller" && v == "direct")
         );
+        assert!(!calls[1].fields.iter().any(|(k, _)| k == "codemode.run_id"));
         assert!(
             calls[1]
                 .fields
                 .iter()
-                .any(|(k, v)| k == "call_id" && *v == *out2.call_id)
+                .any(|(k, v)| k == "gen_ai.tool.call.id" && *v == *out2.call_id)
         );
     });
+}
+
+#[test]
+fn a_call_issued_on_another_thread_nests_under_its_explicit_parent() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    // Only this thread has the subscriber: the call is issued on a thread without one, as a
+    // nested call is on the sandbox's thread.
+    let run = tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!("code_mode_run", codemode.run_id = "r_2")
+    });
+    let p = Pipeline::builder(registry([echo_tool("echo")])).build();
+    let out = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(
+            p.call(
+                CallRequest::new("echo", json!({"text": "a"}))
+                    .caller(Caller::code_mode("r_2", 1))
+                    .parent_span(run),
+            ),
+        )
+    })
+    .join()
+    .unwrap();
+    assert!(out.is_ok());
+    let seen = capture.0.lock().unwrap().clone();
+    let calls: Vec<&Seen> = seen.iter().filter(|s| s.name == "tool_call").collect();
+    assert_eq!(calls.len(), 1, "{seen:?}");
+    assert_eq!(calls[0].parent.as_deref(), Some("code_mode_run"));
 }
