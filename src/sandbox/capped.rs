@@ -24,19 +24,24 @@ const MARKER_BYTES: usize = 96;
 /// always-whole parts alone are larger).
 pub fn capped_outcome(outcome: &RunOutcome, max_bytes: usize) -> Value {
     let full = serde_json::to_value(outcome).expect("RunOutcome always serialises");
+    // Every run_code answer over MCP comes here: an outcome within the budget (the usual case)
+    // costs one measuring pass and no copy.
+    if json_len(&full) <= max_bytes {
+        return full;
+    }
     let Value::Object(mut fields) = full else {
         unreachable!("an outcome serialises as an object")
     };
     let value_text = outcome.value.as_ref().map(|raw| raw.get());
     let value_bytes = value_text.map_or(0, str::len);
-    let logs_bytes = json_len(&fields["logs"]);
-    let total = json_len(&Value::Object(fields.clone()));
-    if total <= max_bytes {
-        return Value::Object(fields);
-    }
     fields.remove("value");
     let logs = fields.remove("logs");
-    let fixed = json_len(&Value::Object(fields.clone())) + r#","logs":[]"#.len();
+    let logs_bytes = logs.as_ref().map_or(0, json_len);
+    let rest = Value::Object(fields);
+    let fixed = json_len(&rest) + r#","logs":[]"#.len();
+    let Value::Object(mut fields) = rest else {
+        unreachable!()
+    };
     let room = max_bytes.saturating_sub(fixed + 2 * MARKER_BYTES);
     let (value_room, logs_room) = split(room, value_bytes, logs_bytes);
     if let Some(text) = value_text {

@@ -349,8 +349,9 @@ fn ctrl_c_cancels_the_run_and_keeps_its_output() {
     assert_eq!(outcome["logs"][0]["text"], "before");
 }
 
-/// Runs `codemode ARGS` on a pseudo-terminal (util-linux `script`), typing `input`.
-fn on_a_terminal(args: &[&str], input: &str) -> Option<(i32, String)> {
+/// `codemode ARGS` started on a pseudo-terminal (util-linux `script`), stdin and stdout piped;
+/// `None` when `script` is missing.
+fn spawn_on_a_terminal(args: &[&str]) -> Option<std::process::Child> {
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("`script` is not installed; skipping the terminal test");
         return None;
@@ -360,13 +361,20 @@ fn on_a_terminal(args: &[&str], input: &str) -> Option<(i32, String)> {
         line.push(' ');
         line.push_str(&shell_quote(a));
     }
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    Some(
+        Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Runs `codemode ARGS` on a pseudo-terminal, typing `input`.
+fn on_a_terminal(args: &[&str], input: &str) -> Option<(i32, String)> {
+    let mut child = spawn_on_a_terminal(args)?;
     let mut stdin = child.stdin.take().unwrap();
     // Typed after the prompt is likely up; the terminal buffers it either way.
     std::thread::sleep(Duration::from_millis(300));
@@ -416,29 +424,16 @@ fn the_terminal_prompt_approves_on_yes_and_refuses_otherwise() {
 
 #[test]
 fn ctrl_c_at_the_terminal_prompt_cancels_the_run_at_once() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("`script` is not installed; skipping the terminal test");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let prog = write(
         dir.path(),
         "p.ts",
         "await tools.write_file({path: 'w.txt', content: 'x'}); return 'written';",
     );
-    let line = format!(
-        "{} run {} --root {}",
-        shell_quote(env!("CARGO_BIN_EXE_codemode")),
-        shell_quote(&prog),
-        shell_quote(dir.path().to_str().unwrap())
-    );
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let Some(mut child) = spawn_on_a_terminal(&["run", &prog, "--root", root]) else {
+        return;
+    };
     let mut stdin = child.stdin.take().unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     // Ctrl-C on the terminal (the line discipline turns it into SIGINT); never an Enter.
