@@ -356,7 +356,10 @@ fn spawn_on_a_terminal(args: &[&str]) -> Option<std::process::Child> {
         eprintln!("`script` is not installed; skipping the terminal test");
         return None;
     }
-    let mut line = shell_quote(env!("CARGO_BIN_EXE_codemode"));
+    // `exec`: no shell stays between the terminal and codemode. dash (Debian's /bin/sh, which
+    // `script` runs when $SHELL is unset, as under CI) would otherwise take the Ctrl-C too and
+    // exit 130 whatever codemode answered.
+    let mut line = format!("exec {}", shell_quote(env!("CARGO_BIN_EXE_codemode")));
     for a in args {
         line.push(' ');
         line.push_str(&shell_quote(a));
