@@ -115,6 +115,44 @@
   const serializeArgs = internal.serializeArgs;
   const UNKNOWN = -1;
 
+  // Waves (`CallWave` in Rust): a call's wave is 1 plus the highest wave among the calls whose
+  // results the program had received when it issued it. A result counts as received when it
+  // reaches this handler, which runs before any code of the program can see it.
+  let receivedWave = 0;
+  // The two handlers of each wave, made once per wave (not per call).
+  const waveHandlers = { __proto__: null };
+  function handlersOf(wave) {
+    let handlers = waveHandlers[wave];
+    if (handlers === undefined) {
+      const received = () => {
+        if (wave > receivedWave) receivedWave = wave;
+      };
+      handlers = {
+        __proto__: null,
+        ok: (value) => {
+          received();
+          return value;
+        },
+        failed: (error) => {
+          received();
+          throw error;
+        },
+      };
+      waveHandlers[wave] = handlers;
+    }
+    return handlers;
+  }
+  function tracked(promise, wave) {
+    const { ok, failed } = handlersOf(wave);
+    try {
+      return PromisePrototypeThen(promise, ok, failed);
+    } catch {
+      // A program that broke `Promise` species gets the op's own promise (its waves stop
+      // growing; nothing else changes).
+      return promise;
+    }
+  }
+
   // `index` is the tool's place in the catalog, or UNKNOWN with `path` sent instead. A known
   // tool's arguments that cannot be converted send the reason in place of the path.
   function call(index, path, args) {
@@ -132,7 +170,8 @@
           : internal.safeMessage(e);
       }
     }
-    return op_codemode_tool_call(index, text, detail);
+    const wave = receivedWave + 1;
+    return tracked(op_codemode_tool_call(index, wave, text, detail), wave);
   }
 
   const makeFunction = (index, path) => {

@@ -40,6 +40,8 @@ pub async fn replay_all(
     latency: &LatencyModel,
     mut progress: impl FnMut(&ScenarioReport),
 ) -> BenchReport {
+    // The first run of a fresh sandbox pays for its workers' start; no scenario should.
+    let _ = sandbox.run("return 1").await;
     let mut reports = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
         let report = replay(scenario, sandbox, latency).await;

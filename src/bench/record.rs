@@ -1,17 +1,16 @@
-//! The calls a program made, in the order the host saw them, and the direct-mode plan derived
-//! from them.
+//! The calls a program made, each with its wave, and the direct-mode plan derived from them.
 //!
 //! The plan's assumption (README documents it): a call's wave is 1 plus the highest wave among
-//! the calls whose results the program had already received when it issued it. "Received" is
-//! read from the host's events: a result event before the call's issue event. So calls issued
-//! together (`Promise.all`) share a wave, and a call issued after awaiting another comes one
-//! wave later. A direct-calling model makes one turn per wave.
+//! the calls whose results the program had already received when it issued it
+//! ([`CallWave`], which the sandbox puts on every nested call). So calls issued together
+//! (`Promise.all`) share a wave, and a call issued after awaiting another comes one wave later.
+//! A direct-calling model makes one turn per wave.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::call::{CallStatus, Caller};
+use crate::call::{CallStatus, CallWave, Caller};
 use crate::pipeline::{Event, EventSink};
 
 /// One call a program made.
@@ -21,94 +20,69 @@ pub struct RecordedCall {
     pub tool: String,
     /// The arguments snapshot.
     pub args: Value,
-    /// Whether it succeeded, and the value (or error message) the program received.
+    /// The value the program received, or the error's content.
     pub result: Result<Value, String>,
     /// Its wave (1-based).
-    pub wave: usize,
+    pub wave: u64,
 }
 
-#[derive(Debug)]
-enum Seen {
-    Issued {
-        call_id: Arc<str>,
-        tool: String,
-        args: Value,
-    },
-    Finished {
-        call_id: Arc<str>,
-        result: Result<Value, String>,
-    },
+#[derive(Debug, Default)]
+struct Seen {
+    /// Issued calls in issue order, by call id; the result arrives later.
+    calls: Vec<(Arc<str>, RecordedCall, bool)>,
 }
 
 /// An [`EventSink`] for the inner pipeline of a code-mode run: keeps the program's calls.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
-    seen: Arc<Mutex<Vec<Seen>>>,
+    seen: Arc<Mutex<Seen>>,
 }
 
 impl EventSink for Recorder {
     fn emit(&self, event: &Event) {
-        let seen = match event {
-            Event::Call(e) if matches!(e.caller, Caller::CodeMode { .. }) => Seen::Issued {
-                call_id: e.call_id.clone(),
-                tool: e.tool.clone(),
-                args: Value::clone(&e.args),
-            },
-            Event::Result(e) if matches!(e.caller, Caller::CodeMode { .. }) => Seen::Finished {
-                call_id: e.call_id.clone(),
-                result: match (&e.status, &e.value) {
-                    (CallStatus::Ok, Some(v)) => Ok(Value::clone(v)),
-                    _ => Err(e.content.clone()),
-                },
-            },
-            _ => return,
-        };
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(seen);
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            Event::Call(e) if matches!(e.caller, Caller::CodeMode { .. }) => {
+                let wave = e.extensions.get::<CallWave>().map_or(1, |w| w.0);
+                seen.calls.push((
+                    e.call_id.clone(),
+                    RecordedCall {
+                        tool: e.tool.clone(),
+                        args: Value::clone(&e.args),
+                        result: Err(String::new()),
+                        wave,
+                    },
+                    false,
+                ));
+            }
+            Event::Result(e) if matches!(e.caller, Caller::CodeMode { .. }) => {
+                if let Some((_, call, finished)) = seen
+                    .calls
+                    .iter_mut()
+                    .rev()
+                    .find(|(id, _, _)| *id == e.call_id)
+                {
+                    call.result = match (&e.status, &e.value) {
+                        (CallStatus::Ok, Some(v)) => Ok(Value::clone(v)),
+                        _ => Err(e.content.clone()),
+                    };
+                    *finished = true;
+                }
+            }
+            _ => {}
+        }
     }
 }
 
 impl Recorder {
-    /// The calls in issue order, each with its wave. A call without a result (the run ended
-    /// first) is left out: the program never received anything from it.
+    /// The calls in issue order. A call without a result (the run ended first) is left out:
+    /// the program never received anything from it.
     pub fn calls(&self) -> Vec<RecordedCall> {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let mut calls: Vec<(Arc<str>, RecordedCall, Option<usize>)> = Vec::new();
-        // Waves of the calls finished so far, to date each newly issued call.
-        let mut received_wave = 0;
-        for event in seen.iter() {
-            match event {
-                Seen::Issued {
-                    call_id,
-                    tool,
-                    args,
-                } => calls.push((
-                    call_id.clone(),
-                    RecordedCall {
-                        tool: tool.clone(),
-                        args: args.clone(),
-                        result: Err(String::new()),
-                        wave: received_wave + 1,
-                    },
-                    None,
-                )),
-                Seen::Finished { call_id, result } => {
-                    if let Some((_, call, finished)) =
-                        calls.iter_mut().find(|(id, _, _)| id == call_id)
-                    {
-                        call.result = result.clone();
-                        *finished = Some(call.wave);
-                        received_wave = received_wave.max(call.wave);
-                    }
-                }
-            }
-        }
-        calls
-            .into_iter()
-            .filter(|(_, _, finished)| finished.is_some())
-            .map(|(_, call, _)| call)
+        seen.calls
+            .iter()
+            .filter(|(_, _, finished)| *finished)
+            .map(|(_, call, _)| call.clone())
             .collect()
     }
 }
@@ -126,54 +100,26 @@ pub fn waves(calls: &[RecordedCall]) -> Vec<Vec<&RecordedCall>> {
 mod tests {
     use super::*;
 
-    fn issued(id: &str) -> Seen {
-        Seen::Issued {
-            call_id: id.into(),
+    fn call(wave: u64) -> RecordedCall {
+        RecordedCall {
             tool: "t".into(),
-            args: Value::String(id.into()),
-        }
-    }
-    fn finished(id: &str) -> Seen {
-        Seen::Finished {
-            call_id: id.into(),
+            args: Value::Null,
             result: Ok(Value::Null),
+            wave,
         }
     }
 
     #[test]
-    fn calls_issued_together_share_a_wave_and_awaited_ones_come_later() {
-        let recorder = Recorder::default();
-        // a and b together; c after a's result; d after c's; e issued before c finished.
-        let order = [
-            issued("a"),
-            issued("b"),
-            finished("a"),
-            issued("c"),
-            finished("b"),
-            issued("e"),
-            finished("c"),
-            issued("d"),
-            finished("e"),
-            finished("d"),
-            issued("never-finished"),
-        ];
-        recorder.seen.lock().unwrap().extend(order);
-        let calls = recorder.calls();
-        let waves: Vec<(String, usize)> = calls
-            .iter()
-            .map(|c| (c.args.as_str().unwrap().to_string(), c.wave))
-            .collect();
+    fn waves_group_calls_in_issue_order() {
+        let calls = [call(1), call(1), call(2), call(3), call(2)];
+        let grouped = waves(&calls);
         assert_eq!(
-            waves,
-            [
-                ("a".into(), 1),
-                ("b".into(), 1),
-                ("c".into(), 2),
-                ("e".into(), 2),
-                ("d".into(), 3)
-            ]
+            grouped
+                .iter()
+                .map(|w| w.iter().map(|c| c.wave).collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
+            [vec![1, 1], vec![2, 2], vec![3]]
         );
-        let grouped = super::waves(&calls);
-        assert_eq!(grouped.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+        assert!(waves(&[]).is_empty());
     }
 }

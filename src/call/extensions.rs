@@ -93,6 +93,14 @@ impl RunId {
     }
 }
 
+/// How deep in the program's chain of results a nested call sits: 1 plus the highest wave among
+/// the calls whose results the program had received when it issued this one (1 when it had
+/// received none). Calls issued together (`Promise.all`) share a wave; a call made after
+/// awaiting another comes one wave later. The sandbox puts it on every nested call; a model
+/// calling tools directly would need one turn per wave (`codemode bench` plans with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CallWave(pub u64);
+
 #[cfg(test)]
 mod tests {
     use super::*;

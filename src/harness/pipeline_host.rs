@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::call::{ArgIssue, CallError, Caller};
+use crate::call::{ArgIssue, CallError, CallWave, Caller};
 use crate::pipeline::{ApprovalObserver, CallRequest, Pipeline, Scope};
 use crate::sandbox::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 
@@ -71,7 +71,8 @@ impl ToolHost for PipelineHost {
             .scope(Arc::clone(&self.scope))
             .cancel_token(request.cancel)
             .approval_observer(Arc::new(PauseDeadline(request.deadline)))
-            .extensions(&request.extensions);
+            .extensions(&request.extensions)
+            .extension(CallWave(request.wave));
         let call = match self.run_span.get() {
             Some(span) => call.parent_span(span),
             None => call,

@@ -34,6 +34,9 @@ pub struct ToolRequest {
     pub run_id: String,
     /// 1-based sequence number of this call among those the run issued.
     pub seq: u64,
+    /// Its [`CallWave`](crate::call::CallWave): 1 plus the highest wave among the calls whose
+    /// results the program had received when it issued this one.
+    pub wave: u64,
     /// Cancelled when the run ends while the call is in flight. It is the run's own token,
     /// shared by all its calls: watch it, never cancel it (make a `child_token()` to stop one
     /// call's work).
@@ -53,6 +56,7 @@ impl std::fmt::Debug for ToolRequest {
             .field("unconvertible", &self.unconvertible)
             .field("run_id", &self.run_id)
             .field("seq", &self.seq)
+            .field("wave", &self.wave)
             .field("extensions", &self.extensions)
             .finish_non_exhaustive()
     }

@@ -65,7 +65,7 @@ enum Admission {
 /// arguments could not be converted.
 const UNKNOWN: i32 = -1;
 
-fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admission {
+fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String) -> Admission {
     let run = state.borrow_mut::<RunState>();
     let known = usize::try_from(index)
         .ok()
@@ -139,6 +139,7 @@ fn admit(state: &mut OpState, index: i32, args: &str, detail: String) -> Admissi
         unconvertible,
         run_id: tools.run_id.clone(),
         seq: tools.issued,
+        wave: u64::from(wave.max(1)),
         // The run's own token: cancelling the run cancels every call in flight, and nothing
         // cancels one call alone from here (the pipeline makes its per-call child).
         cancel: tools.cancel.clone(),
@@ -177,10 +178,11 @@ async fn in_own_task(
 pub(crate) async fn op_codemode_tool_call(
     state: Rc<RefCell<OpState>>,
     #[smi] index: i32,
+    #[smi] wave: u32,
     #[string] args: String,
     #[string] detail: String,
 ) -> Result<JsonValue, JsErrorBox> {
-    let admission = admit(&mut state.borrow_mut(), index, &args, detail);
+    let admission = admit(&mut state.borrow_mut(), index, wave, &args, detail);
     drop(args);
     let Admission::Run {
         request,

@@ -5,6 +5,7 @@ mod support;
 
 mod approval;
 mod audit_log;
+mod bench;
 mod builtin_tools;
 mod cli;
 mod cli_mcp;

@@ -243,6 +243,7 @@ impl ToolHost for RelayHost {
             args: request.args,
             unconvertible: request.unconvertible,
             seq: request.seq,
+            wave: request.wave,
         });
         if !self.watching_end.swap(true, Ordering::SeqCst) {
             // The run's token fires when the run ends: calls still waiting are the host's to

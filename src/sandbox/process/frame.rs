@@ -76,6 +76,7 @@ pub(crate) enum FromWorker {
         args: Value,
         unconvertible: Option<String>,
         seq: u64,
+        wave: u64,
     },
     /// Run `run` ended: the host cancels its calls still in flight (the run's token).
     CallsCancelled { run: u64 },

@@ -427,7 +427,7 @@ impl WorkerProcess {
         loop {
             tokio::select! {
                 message = self.from.recv() => match message {
-                    Some(Ok(FromWorker::Call { id, path, args, unconvertible, seq })) => {
+                    Some(Ok(FromWorker::Call { id, path, args, unconvertible, seq, wave })) => {
                         let answer = self.to.clone();
                         let Some(tools) = &tools else {
                             // A run without tools has no `tools` to call; only a worker gone
@@ -445,6 +445,7 @@ impl WorkerProcess {
                             unconvertible,
                             run_id: run_id.clone(),
                             seq,
+                            wave,
                             cancel: calls_end.clone(),
                             deadline: DeadlinePause(Arc::new(RemoteClock::new(id, Arc::clone(&clock)))),
                             extensions: tools.extensions.clone(),
