@@ -118,6 +118,8 @@
   // Waves (`CallWave` in Rust): a call's wave is 1 plus the highest wave among the calls whose
   // results the program had received when it issued it. A result counts as received when it
   // reaches this handler, which runs before any code of the program can see it.
+  // Set per run by `makeTools`: off unless the run asked for `TrackWaves` (a reaction per call).
+  let trackWaves = false;
   let receivedWave = 0;
   // The two handlers of each wave, made once per wave (not per call).
   const waveHandlers = { __proto__: null };
@@ -170,6 +172,7 @@
           : internal.safeMessage(e);
       }
     }
+    if (!trackWaves) return op_codemode_tool_call(index, 0, text, detail);
     const wave = receivedWave + 1;
     return tracked(op_codemode_tool_call(index, wave, text, detail), wave);
   }
@@ -210,7 +213,8 @@
   const define = (object, key, value) =>
     ObjectDefineProperty(object, key, { __proto__: null, value, enumerable: true, configurable: true });
 
-  internal.makeTools = (paths) => {
+  internal.makeTools = (paths, track) => {
+    trackWaves = track;
     const root = ObjectCreate(unknownNames(""));
     const namespaces = { __proto__: null };
     for (let i = 0; i < paths.length; i++) {

@@ -168,12 +168,12 @@
   }
 
   // Called exactly once, by the program script, before any model code runs.
-  internal.entry = function codemodeEntry(userFunction, returnBytes, toolPaths) {
+  internal.entry = function codemodeEntry(userFunction, returnBytes, toolPaths, trackWaves) {
     ReflectDeleteProperty(globalThis, "__codemodeEntry");
     returnLimit = returnBytes;
     ObjectDefineProperty(globalThis, "tools", {
       __proto__: null,
-      value: internal.makeTools(toolPaths),
+      value: internal.makeTools(toolPaths, trackWaves === true),
       writable: false,
       configurable: false,
       enumerable: false,

@@ -22,7 +22,8 @@ pub struct RecordedCall {
     pub args: Value,
     /// The value the program received, or the error's content.
     pub result: Result<Value, String>,
-    /// Its wave (1-based).
+    /// Its wave (1-based; 0 when the run did not ask for waves with
+    /// [`TrackWaves`](crate::call::TrackWaves)).
     pub wave: u64,
 }
 
@@ -43,7 +44,8 @@ impl EventSink for Recorder {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             Event::Call(e) if matches!(e.caller, Caller::CodeMode { .. }) => {
-                let wave = e.extensions.get::<CallWave>().map_or(1, |w| w.0);
+                // 0: the run did not track waves (see `TrackWaves`).
+                let wave = e.extensions.get::<CallWave>().map_or(0, |w| w.0);
                 seen.calls.push((
                     e.call_id.clone(),
                     RecordedCall {
@@ -87,12 +89,17 @@ impl Recorder {
     }
 }
 
-/// The calls grouped by wave: the turns of a direct-calling model.
+/// The calls grouped by wave: the turns of a direct-calling model. Calls without a wave (0)
+/// come first, one turn each.
 pub fn waves(calls: &[RecordedCall]) -> Vec<Vec<&RecordedCall>> {
     let count = calls.iter().map(|c| c.wave).max().unwrap_or(0);
-    (1..=count)
-        .map(|w| calls.iter().filter(|c| c.wave == w).collect())
-        .filter(|wave: &Vec<_>| !wave.is_empty())
+    let untracked = calls.iter().filter(|c| c.wave == 0).map(|c| vec![c]);
+    untracked
+        .chain(
+            (1..=count)
+                .map(|w| calls.iter().filter(|c| c.wave == w).collect())
+                .filter(|wave: &Vec<_>| !wave.is_empty()),
+        )
         .collect()
 }
 

@@ -17,7 +17,7 @@ use super::report::{Mode, ModeReport, ScenarioReport};
 use super::scenario::{PlannedCall, Scenario};
 use super::tokens::Conversation;
 use super::tools::{Function, ScenarioTools};
-use crate::call::CallStatus;
+use crate::call::{CallStatus, TrackWaves};
 use crate::harness::{Discovery, Harness, run_outcome};
 use crate::pipeline::CallRequest;
 use crate::sandbox::Sandbox;
@@ -93,7 +93,10 @@ async fn code_mode(
     )]);
     let mut conversation = Conversation::new(&definitions.to_string(), &scenario.task);
 
-    let call = harness.call(harness.request(program)).await;
+    // Waves date each call for the direct plan.
+    let call = harness
+        .call(harness.request(program).extension(TrackWaves))
+        .await;
     let content = call.content.clone();
     let tool_ms = call.timing.duration.as_secs_f64() * 1000.0;
     let mut problems = Vec::new();

@@ -21,7 +21,7 @@ mod typed;
 pub use caller::{CallStatus, Caller, ContextEntry};
 pub use code::ErrorCode;
 pub use error::{CallError, DeniedBy, ErrorKind, HookError, LimitKind, ToolFailure};
-pub use extensions::{CallWave, Extensions, RunId};
+pub use extensions::{CallWave, Extensions, RunId, TrackWaves};
 pub use issue::ArgIssue;
 pub use limits::{CANCEL_GRACE, CallLimits, Limits, MIB};
 pub use typed::Typed;

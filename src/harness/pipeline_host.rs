@@ -71,8 +71,11 @@ impl ToolHost for PipelineHost {
             .scope(Arc::clone(&self.scope))
             .cancel_token(request.cancel)
             .approval_observer(Arc::new(PauseDeadline(request.deadline)))
-            .extensions(&request.extensions)
-            .extension(CallWave(request.wave));
+            .extensions(&request.extensions);
+        let call = match request.wave {
+            Some(wave) => call.extension(CallWave(wave)),
+            None => call,
+        };
         let call = match self.run_span.get() {
             Some(span) => call.parent_span(span),
             None => call,

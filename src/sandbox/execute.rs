@@ -20,7 +20,7 @@ use super::stack::{self, ProgramPositions};
 use super::tool_run::ToolRun;
 use super::transpile::Transpiled;
 use super::watchdog::{RunControl, StopReason, Watchdog};
-use crate::call::{Limits, MIB};
+use crate::call::{Limits, MIB, TrackWaves};
 
 const PROGRAM_NAME: &str = "codemode:program";
 
@@ -39,6 +39,9 @@ pub(crate) async fn execute(
         .as_ref()
         .map(|tools| tools.host.paths())
         .unwrap_or_default();
+    let track_waves = tools
+        .as_ref()
+        .is_some_and(|tools| tools.extensions.get::<TrackWaves>().is_some());
     {
         let state = engine.runtime.op_state();
         let mut state = state.borrow_mut();
@@ -62,7 +65,7 @@ pub(crate) async fn execute(
     // The prefix sits on its own line, so the program's line N is script line N + 1.
     let catalog = serde_json::to_string(&paths).expect("paths serialise");
     let script = format!(
-        "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {}, {catalog});",
+        "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {}, {catalog}, {track_waves});",
         program.js, limits.return_bytes
     );
     // The script only compiles the program and queues its start (see `entry` in 98_run.js), so

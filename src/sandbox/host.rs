@@ -35,8 +35,9 @@ pub struct ToolRequest {
     /// 1-based sequence number of this call among those the run issued.
     pub seq: u64,
     /// Its [`CallWave`](crate::call::CallWave): 1 plus the highest wave among the calls whose
-    /// results the program had received when it issued this one.
-    pub wave: u64,
+    /// results the program had received when it issued this one; `None` unless the run asked
+    /// for waves ([`TrackWaves`](crate::call::TrackWaves) in its extensions).
+    pub wave: Option<u64>,
     /// Cancelled when the run ends while the call is in flight. It is the run's own token,
     /// shared by all its calls: watch it, never cancel it (make a `child_token()` to stop one
     /// call's work).

@@ -139,7 +139,8 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
         unconvertible,
         run_id: tools.run_id.clone(),
         seq: tools.issued,
-        wave: u64::from(wave.max(1)),
+        // 0: the run does not track waves.
+        wave: (wave > 0).then_some(u64::from(wave)),
         // The run's own token: cancelling the run cancels every call in flight, and nothing
         // cancels one call alone from here (the pipeline makes its per-call child).
         cancel: tools.cancel.clone(),

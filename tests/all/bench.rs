@@ -6,8 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use codemode::bench::{BenchReport, LatencyModel, Mode, Recorder, Scenario, replay, waves};
+use codemode::call::TrackWaves;
 use codemode::sandbox::Sandbox;
-use codemode::{Harness, ToolDefinition, ToolFailure};
+use codemode::{Extensions, Harness, ToolDefinition, ToolFailure};
 use serde_json::{Value, json};
 
 use crate::common::{process_sandbox, sandbox};
@@ -27,8 +28,8 @@ fn slow_tool() -> ToolDefinition {
         .unwrap()
 }
 
-/// The waves of the calls `program` makes, by their `text` argument.
-async fn waves_of(sandbox: &Sandbox, program: &str) -> Vec<(String, u64)> {
+/// The waves of the calls `program` makes, by their `text` argument (0: the call had none).
+async fn waves_of(sandbox: &Sandbox, program: &str, track: bool) -> Vec<(String, u64)> {
     let recorder = Recorder::default();
     let observed = recorder.clone();
     let harness = Harness::builder()
@@ -36,7 +37,11 @@ async fn waves_of(sandbox: &Sandbox, program: &str) -> Vec<(String, u64)> {
         .inner(move |p| p.observer(observed.clone()))
         .build(registry([echo_tool("echo"), slow_tool()]))
         .unwrap();
-    let run = harness.run(program).await.unwrap();
+    let mut extensions = Extensions::new();
+    if track {
+        extensions.insert(TrackWaves);
+    }
+    let run = harness.run_with(program, &extensions).await.unwrap();
     assert!(run.is_ok(), "{}", run.to_json());
     recorder
         .calls()
@@ -75,12 +80,27 @@ fn expected_waves() -> Vec<(String, u64)> {
 async fn a_calls_wave_counts_the_results_the_program_had_received() {
     // Eager tools (`echo` answers on its first poll) and slow ones give the same waves:
     // a result counts once the program could have seen it, not when the host had it.
-    assert_eq!(waves_of(sandbox(), WAVY).await, expected_waves());
+    assert_eq!(waves_of(sandbox(), WAVY, true).await, expected_waves());
+    // Off by default: no call carries a wave (the recorder reads 0).
+    let untracked = waves_of(sandbox(), WAVY, false).await;
+    assert_eq!(untracked.len(), 7);
+    assert!(
+        untracked.iter().all(|(_, wave)| *wave == 0),
+        "{untracked:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waves_cross_the_worker_process_boundary() {
-    assert_eq!(waves_of(process_sandbox(), WAVY).await, expected_waves());
+    assert_eq!(
+        waves_of(process_sandbox(), WAVY, true).await,
+        expected_waves()
+    );
+    let untracked = waves_of(process_sandbox(), WAVY, false).await;
+    assert!(
+        untracked.iter().all(|(_, wave)| *wave == 0),
+        "{untracked:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,7 +117,9 @@ async fn a_failed_call_still_counts_as_received_and_waves_group_in_order() {
         .inner(move |p| p.observer(observed.clone()))
         .build(registry([echo_tool("echo")]))
         .unwrap();
-    assert!(harness.run(program).await.unwrap().is_ok());
+    let mut tracked = Extensions::new();
+    tracked.insert(TrackWaves);
+    assert!(harness.run_with(program, &tracked).await.unwrap().is_ok());
     let calls = recorder.calls();
     assert_eq!(calls.len(), 3);
     assert!(calls[0].result.as_ref().unwrap_err().contains("nope"));
@@ -444,4 +466,75 @@ fn the_cli_writes_three_reports_and_exits_1_on_a_wrong_scenario() {
         stderr.contains("--scenario nope: no such scenario") && stderr.contains("orders, wrong"),
         "{stderr}"
     );
+}
+
+/// The numbers of a report that must not move between runs (everything but measured times).
+fn stable_numbers(report: &BenchReport) -> Vec<(String, String, u64, u64, u64, u64, u64)> {
+    report
+        .scenarios
+        .iter()
+        .flat_map(|s| {
+            s.modes.iter().map(|m| {
+                (
+                    s.name.clone(),
+                    m.mode.as_str().to_string(),
+                    m.turns,
+                    m.tool_calls,
+                    m.input_tokens,
+                    m.output_tokens,
+                    m.bytes_to_model + m.bytes_kept_in_sandbox,
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn the_shipped_suite_is_correct_saves_60_percent_and_replays_identically() {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/scenarios");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = bench(&[suite.to_str().unwrap(), "--json"]);
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{stderr}");
+    let report: BenchReport = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        report.scenarios.len() >= 12,
+        "{} scenarios",
+        report.scenarios.len()
+    );
+    assert!(
+        report.all_correct(),
+        "{}",
+        codemode::bench::markdown(&report)
+    );
+    let saving = report.code_input_saving().unwrap();
+    assert!(
+        saving >= 0.60,
+        "code mode saves {:.1}% of input tokens",
+        saving * 100.0
+    );
+    // The losing scenarios stay in the suite.
+    let losses = report
+        .scenarios
+        .iter()
+        .filter(|s| {
+            s.mode(Mode::Code).unwrap().input_tokens >= s.mode(Mode::Direct).unwrap().input_tokens
+        })
+        .count();
+    assert!(
+        losses >= 3,
+        "{losses} scenarios where code mode does not win"
+    );
+    assert!(
+        report
+            .scenarios
+            .iter()
+            .any(|s| s.mode(Mode::Discovery).is_some())
+    );
+    // Debug build, shared machine: the release target is 60 s on 2 cores.
+    assert!(took < Duration::from_secs(120), "the suite took {took:?}");
+
+    let (_, again, _) = bench(&[suite.to_str().unwrap(), "--json"]);
+    let again: BenchReport = serde_json::from_str(&again).unwrap();
+    assert_eq!(stable_numbers(&report), stable_numbers(&again));
 }

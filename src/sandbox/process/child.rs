@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
-use crate::call::{CallError, ErrorKind, Limits};
+use crate::call::{CallError, ErrorKind, Extensions, Limits, TrackWaves};
 use crate::sandbox::{
     DeadlinePause, Isolation, Reply, RunLink, RunOptions, Sandbox, SandboxConfig, ToolHost,
     ToolReply, ToolRequest,
@@ -119,6 +119,7 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
                 limits,
                 paths,
                 run_id,
+                track_waves,
             } => {
                 let host = Arc::new(RelayHost {
                     run,
@@ -128,7 +129,14 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
                     out: out.clone(),
                     watching_end: AtomicBool::new(false),
                 });
-                let options = RunOptions::new(limits).with_tools(host).with_run_id(run_id);
+                let mut extensions = Extensions::new();
+                if track_waves {
+                    extensions.insert(TrackWaves);
+                }
+                let options = RunOptions::new(limits)
+                    .with_tools(host)
+                    .with_run_id(run_id)
+                    .with_extensions(extensions);
                 let (to_host, finished) = (out.clone(), sandbox.clone());
                 let reply = Reply::Callback(Box::new(move |outcome| {
                     to_host.send(&FromWorker::Outcome {

@@ -29,6 +29,9 @@ pub(crate) enum ToWorker {
         limits: Limits,
         paths: Vec<String>,
         run_id: String,
+        /// The run tracks waves ([`TrackWaves`](crate::call::TrackWaves)); the run's other
+        /// extensions stay with the host.
+        track_waves: bool,
     },
     /// The answer to [`FromWorker::Call`] `id`.
     Reply {
@@ -76,7 +79,7 @@ pub(crate) enum FromWorker {
         args: Value,
         unconvertible: Option<String>,
         seq: u64,
-        wave: u64,
+        wave: Option<u64>,
     },
     /// Run `run` ended: the host cancels its calls still in flight (the run's token).
     CallsCancelled { run: u64 },

@@ -20,7 +20,7 @@ use super::child::WORKER_ARG;
 use super::clock::{RemoteClock, RunClock};
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
 use super::harden::WorkerReport;
-use crate::call::{CallError, ErrorKind, Limits};
+use crate::call::{CallError, ErrorKind, Limits, TrackWaves};
 use crate::sandbox::engine;
 use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
 use crate::sandbox::watchdog::STUCK_GRACE;
@@ -398,9 +398,13 @@ impl WorkerProcess {
             stop,
             reply,
         } = job;
-        let (paths, run_id) = match &tools {
-            Some(tools) => (tools.host.paths(), tools.run_id.clone()),
-            None => (Vec::new(), new_run_id()),
+        let (paths, run_id, track_waves) = match &tools {
+            Some(tools) => (
+                tools.host.paths(),
+                tools.run_id.clone(),
+                tools.extensions.get::<TrackWaves>().is_some(),
+            ),
+            None => (Vec::new(), new_run_id(), false),
         };
         self.runs += 1;
         let run = self.runs as u64;
@@ -411,6 +415,7 @@ impl WorkerProcess {
             limits,
             paths,
             run_id: run_id.clone(),
+            track_waves,
         });
         let clock = Arc::new(RunClock::new(self.to.clone()));
         // Calls of this run in flight: while there is one, the run only waits (on a tool or an
