@@ -9,12 +9,23 @@ def write(num, sc):
     """Write scenario `sc` to bench/scenarios/NN-name.json (key order fixed for reading)."""
     order = ["name", "description", "task", "tools", "program", "program_discovery",
              "expected", "answer", "answer_contains", "direct_turns"]
-    out = {k: sc[k] for k in order if k in sc}
+    out = {k: ints(sc[k]) for k in order if k in sc}
     path = os.path.join(SCEN_DIR, f"{num:02d}-{sc['name']}.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
     return path
+
+
+def ints(v):
+    """Integral floats as ints, so `326.0` is written `326` as a JS program would return it."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, list):
+        return [ints(x) for x in v]
+    if isinstance(v, dict):
+        return {k: ints(x) for k, x in v.items()}
+    return v
 
 
 def prog(text):

@@ -551,10 +551,294 @@ def scenario_crm_stale_contacts():
     }
 
 
+# ---------------------------------------------------------------- calendar
+
+MEETINGS = [
+    ("Weekly sync: Payments platform", "Standing agenda: incidents from last week, roadmap check-in, hiring updates. Add topics to the running doc before Monday noon."),
+    ("1:1", "Career conversation and feedback on the Q1 goals. Bring the draft of the promotion packet if it is ready."),
+    ("Design review: ledger v2 schema", "Review of the proposed posting table split and the migration plan. Pre-read: RFC-142 in the engineering wiki; comments due before the meeting."),
+    ("Interview: Senior Backend Engineer (system design)", "Panel interview, system design round. Scorecard in the ATS; please submit feedback within 24 hours."),
+    ("Customer call: Harborview Health", "Escalation follow-up on delayed payouts. Account owner will lead; engineering to explain the fix and the monitoring we added."),
+    ("Sprint planning", "Plan sprint 14. Tickets must be estimated beforehand; carry-over from sprint 13 is listed in the board's Ready column."),
+    ("Incident review: INC-2291", "Blameless post-incident review of the webhook delivery outage on 2026-03-04. Timeline and contributing factors drafted in the doc."),
+    ("Focus block", "No meetings, heads-down on the reconciliation job rewrite."),
+    ("Vendor demo: observability platform", "Demo of tracing and log correlation features; compare against the current stack. Procurement will join for pricing."),
+    ("Architecture guild", "Monthly guild meeting. Topic this time: idempotency keys across services and the outbox pattern."),
+    ("Lunch & learn: Rust async pitfalls", "Internal talk, recorded. Pizza in the big room for those on site."),
+    ("Quarterly business review prep", "Collect metrics for the QBR deck: uptime, incident count, delivered roadmap items, customer NPS."),
+]
+TEAM = [PEOPLE[2], PEOPLE[5], PEOPLE[8], PEOPLE[11]]
+
+
+def scenario_calendar_slot():
+    rng = random.Random(8)
+    cal = {}
+    for p in TEAM:
+        evs = []
+        for day in range(16, 21):
+            t = utc(2026, 3, day, 8)
+            while True:
+                t += timedelta(minutes=30 * rng.choice([0, 1, 2, 2, 3]))
+                dur = rng.choice([30, 30, 60, 60, 90])
+                if t + timedelta(minutes=dur) > utc(2026, 3, day, 18):
+                    break
+                title, desc = rng.choice(MEETINGS)
+                others = rng.sample([q for q in PEOPLE if q != p], rng.randint(1, 4))
+                status = "cancelled" if rng.random() < 0.08 else "confirmed"
+                evs.append({
+                    "id": f"ev{rng.getrandbits(40):010x}", "status": status, "summary": title, "description": desc,
+                    "location": rng.choice(["Zoom", "Room Fjord (3F)", "Room Atlas (2F)", "Google Meet", ""]),
+                    "start": {"dateTime": iso(t)}, "end": {"dateTime": iso(t + timedelta(minutes=dur))},
+                    "organizer": {"email": email(rng.choice([p] + others)[1])},
+                    "attendees": [{"email": email(q[1]), "responseStatus": rng.choice(["accepted", "accepted", "tentative", "needsAction"])} for q in [p] + others],
+                    "recurringEventId": None if rng.random() < 0.6 else f"rec{rng.getrandbits(24):06x}",
+                })
+                t += timedelta(minutes=dur)
+        cal[email(p[1])] = evs
+    # Carve the one common free hour (Wednesday 14:30) and leave a cancelled event in it as a trap.
+    w0, w1 = "2026-03-18T14:30:00Z", "2026-03-18T15:30:00Z"
+    for k, (e_, evs) in enumerate(cal.items()):
+        evs[:] = [e for e in evs if e["status"] == "cancelled" or not (e["start"]["dateTime"] < w1 and w0 < e["end"]["dateTime"])]
+        if k == 1:
+            title, desc = MEETINGS[6]
+            evs.append({"id": "ev7f3a9c21d0", "status": "cancelled", "summary": title, "description": desc, "location": "Zoom",
+                        "start": {"dateTime": w0}, "end": {"dateTime": "2026-03-18T15:00:00Z"},
+                        "organizer": {"email": e_}, "attendees": [{"email": e_, "responseStatus": "declined"}], "recurringEventId": None})
+            evs.sort(key=lambda e: e["start"]["dateTime"])
+    busy = [(e["start"]["dateTime"], e["end"]["dateTime"]) for evs in cal.values() for e in evs if e["status"] != "cancelled"]
+    answer = None
+    for day in range(16, 21):
+        for half in range(0, 15):
+            st = utc(2026, 3, day, 9) + timedelta(minutes=30 * half)
+            en = st + timedelta(minutes=60)
+            if all(not (iso(st) < b[1] and b[0] < iso(en)) for b in busy):
+                answer = {"start": iso(st), "end": iso(en)}
+                break
+        if answer:
+            break
+    assert answer and answer["start"] > "2026-03-17", answer
+    ev_schema = obj({"id": {"type": "string"}, "status": {"type": "string", "enum": ["confirmed", "tentative", "cancelled"]},
+                     "summary": {"type": "string"}, "description": {"type": "string"}, "location": {"type": "string"},
+                     "start": obj({"dateTime": {"type": "string"}}, ["dateTime"]), "end": obj({"dateTime": {"type": "string"}}, ["dateTime"]),
+                     "organizer": obj({"email": {"type": "string"}}),
+                     "attendees": arr(obj({"email": {"type": "string"}, "responseStatus": {"type": "string"}})),
+                     "recurringEventId": {"type": ["string", "null"]}}, ["id", "status", "start", "end"])
+    rng_args = {"time_min": "2026-03-16T00:00:00Z", "time_max": "2026-03-21T00:00:00Z"}
+    tools = [
+        {"name": "list_events", "description": "Events of one calendar between two instants (RFC 3339), expanded from recurrences, ordered by start time. Cancelled occurrences are included with status `cancelled`.",
+         "inputSchema": obj({"calendar_id": s("Calendar id: the owner's email"), "time_min": s("Start of the window (RFC 3339)"),
+                             "time_max": s("End of the window (RFC 3339, exclusive)")}, ["calendar_id", "time_min", "time_max"], additionalProperties=False),
+         "outputSchema": obj({"calendar_id": {"type": "string"}, "time_zone": {"type": "string"}, "events": arr(ev_schema)}, ["calendar_id", "events"]),
+         "fixture": {"responses": [{"args": {"calendar_id": e, **rng_args}, "result": {"calendar_id": e, "time_zone": "UTC", "events": v}} for e, v in cal.items()]}},
+        {"name": "create_event", "description": "Create an event on a calendar and invite attendees.",
+         "inputSchema": obj({"calendar_id": s("Calendar id"), "summary": s("Title"), "start": s("RFC 3339"), "end": s("RFC 3339"),
+                             "attendees": arr({"type": "string"}, "Attendee emails"), "description": s("Body")}, ["calendar_id", "summary", "start", "end"])},
+    ]
+    emails = [email(p[1]) for p in TEAM]
+    return {
+        "name": "calendar-team-slot",
+        "description": "Calendar: four people's events for a week (~30 events each, with descriptions and attendee lists) intersected into the earliest common free hour; all the data only matters as busy intervals.",
+        "task": f"Find the earliest 60-minute slot next week (Monday 2026-03-16 to Friday 2026-03-20), starting on the hour or half hour between 09:00 and 17:00 UTC (ending by 17:00), when all four of {', '.join(emails)} are free. Ignore cancelled events. Don't create the event, just tell me the slot.",
+        "tools": tools,
+        "program": prog(f"""
+            const people = {json_list(emails)};
+            const window = {{ time_min: "2026-03-16T00:00:00Z", time_max: "2026-03-21T00:00:00Z" }};
+            const cals = await Promise.all(people.map((calendar_id) => tools.list_events({{ calendar_id, ...window }})));
+            const busy = cals.flatMap((c) => c.events)
+              .filter((e) => e.status !== "cancelled")
+              .map((e) => [Date.parse(e.start.dateTime), Date.parse(e.end.dateTime)]);
+            const HOUR = 3600_000, HALF = HOUR / 2;
+            for (let day = 16; day <= 20; day++) {{
+              const open = Date.parse(`2026-03-${{day}}T09:00:00Z`), close = Date.parse(`2026-03-${{day}}T17:00:00Z`);
+              for (let start = open; start + HOUR <= close; start += HALF) {{
+                const end = start + HOUR;
+                if (busy.every(([b0, b1]) => b1 <= start || b0 >= end)) {{
+                  const fmt = (t) => new Date(t).toISOString().replace(".000Z", "Z");
+                  return {{ start: fmt(start), end: fmt(end) }};
+                }}
+              }}
+            }}
+            return null;
+        """),
+        "expected": answer,
+        "answer_contains": [answer["start"], answer["end"]],
+    }
+
+
+def json_list(xs):
+    import json
+    return json.dumps(xs)
+
+
+# ---------------------------------------------------------------- metrics
+
+SERVICES = [
+    ("api-gateway", "edge", 1, 180), ("checkout-api", "payments", 1, 240), ("payments-core", "payments", 1, 160),
+    ("ledger-writer", "payments", 1, 90), ("webhook-dispatcher", "integrations", 2, 300), ("search-api", "discovery", 2, 120),
+    ("catalog-service", "discovery", 2, 70), ("auth-service", "identity", 1, 60), ("notifications", "growth", 3, 400),
+    ("reporting-api", "data", 3, 900), ("fx-rates", "payments", 2, 40), ("user-profile", "identity", 2, 55),
+]
+SERVICE_SCHEMA = obj({"name": {"type": "string"}, "team": {"type": "string"}, "tier": {"type": "integer"},
+                      "language": {"type": "string"}, "runtime": {"type": "string"}, "owner_channel": {"type": "string"},
+                      "slo": obj({"availability_pct": {"type": "number"}, "latency_p99_ms": {"type": "number"}}),
+                      "repository": {"type": "string"}, "dashboards": arr({"type": "string"})},
+                     ["name", "team", "tier", "slo"])
+
+
+def service_list(rng):
+    out = []
+    for name, team, tier, p99 in SERVICES:
+        out.append({"name": name, "team": team, "tier": tier,
+                    "language": rng.choice(["Go", "Rust", "Kotlin", "TypeScript"]), "runtime": "kubernetes (eks-prod-1)",
+                    "owner_channel": f"#team-{team}",
+                    "slo": {"availability_pct": {1: 99.95, 2: 99.9, 3: 99.5}[tier], "latency_p99_ms": p99 * 2},
+                    "repository": f"github.com/northwind/{name}",
+                    "dashboards": [f"https://grafana.northwind.io/d/{name}-overview", f"https://grafana.northwind.io/d/{name}-slo"]})
+    return out
+
+
+LIST_SERVICES = {"name": "list_services", "description": "Services of an environment from the service catalog, with team, tier and SLO targets.",
+                 "inputSchema": obj({"environment": s("Environment", enum=["production", "staging"])}, ["environment"], additionalProperties=False),
+                 "outputSchema": obj({"environment": {"type": "string"}, "services": arr(SERVICE_SCHEMA)}, ["environment", "services"])}
+QUERY_METRIC = {"name": "query_metric",
+                "description": "Time series of one metric of one service between start (inclusive) and end (exclusive) at the given step. Counters are per step (not cumulative).",
+                "inputSchema": obj({"service": s("Service name"), "metric": s("Metric name", enum=["http_latency_p99_ms", "http_latency_p50_ms", "http_requests", "http_errors_5xx", "cpu_utilization"]),
+                                    "start": s("RFC 3339"), "end": s("RFC 3339"), "step": s("Resolution", enum=["5m", "1h", "1d"])},
+                                   ["service", "metric", "start", "end", "step"], additionalProperties=False),
+                "outputSchema": obj({"service": {"type": "string"}, "metric": {"type": "string"}, "unit": {"type": "string"}, "step": {"type": "string"},
+                                     "points": arr(obj({"t": {"type": "string"}, "v": {"type": "number"}}, ["t", "v"]))}, ["service", "metric", "points"])}
+WEEK = {"start": "2026-03-02T00:00:00Z", "end": "2026-03-09T00:00:00Z", "step": "1h"}
+
+
+def hours():
+    return [utc(2026, 3, 2) + timedelta(hours=h) for h in range(168)]
+
+
+def scenario_metrics_spike():
+    rng = random.Random(9)
+    services = service_list(rng)
+    series = {}
+    spike_plan = {"webhook-dispatcher": (61, 5.8), "ledger-writer": (100, 4.3), "checkout-api": (130, 3.1)}
+    for name, _, _, p99 in SERVICES:
+        pts = []
+        for h, t in enumerate(hours()):
+            daily = 1 + 0.25 * (1 if 13 <= t.hour <= 20 else 0)
+            v = p99 * daily * rng.uniform(0.85, 1.15)
+            if rng.random() < 0.03:
+                v *= rng.uniform(1.3, 2.2)
+            if name in spike_plan and spike_plan[name][0] <= h < spike_plan[name][0] + 3:
+                v = p99 * spike_plan[name][1] * (1.0 if h == spike_plan[name][0] + 1 else 0.7)
+            pts.append({"t": iso(t), "v": round(v)})
+        series[name] = pts
+    rows = []
+    for name, pts in series.items():
+        vals = [p["v"] for p in pts]
+        med = statistics.median(vals)
+        peak = max(pts, key=lambda p: p["v"])  # first max
+        rows.append({"service": name, "median_ms": med, "peak_ms": peak["v"], "peak_at": peak["t"],
+                     "ratio": int(peak["v"] / med * 100 + 0.5) / 100})
+    rows.sort(key=lambda r: (-r["ratio"], r["service"]))
+    expected = rows[:3]
+    tools = [
+        {**LIST_SERVICES, "fixture": {"responses": [{"args": {"environment": "production"}, "result": {"environment": "production", "services": services}}]}},
+        {**QUERY_METRIC, "fixture": {"responses": [
+            {"args": {"service": k, "metric": "http_latency_p99_ms", **WEEK},
+             "result": {"service": k, "metric": "http_latency_p99_ms", "unit": "ms", "step": "1h", "points": v}} for k, v in series.items()]}},
+    ]
+    return {
+        "name": "metrics-p99-spike",
+        "description": "Metrics: 12 services x 168 hourly p99 points (~80 KB of series) reduced to a ratio per service; the canonical case where intermediate data dwarfs the answer.",
+        "task": "Over the week 2026-03-02T00:00Z to 2026-03-09T00:00Z (hourly p99 latency, metric http_latency_p99_ms), which three production services had the biggest latency spike relative to their own weekly median (peak / median)? For each give the median, the peak value and when it happened, and the ratio rounded to 2 decimals.",
+        "tools": tools,
+        "program": prog("""
+            const { services } = await tools.list_services({ environment: "production" });
+            const week = { start: "2026-03-02T00:00:00Z", end: "2026-03-09T00:00:00Z", step: "1h" };
+            const series = await Promise.all(
+              services.map((s) => tools.query_metric({ service: s.name, metric: "http_latency_p99_ms", ...week })),
+            );
+            const median = (xs) => {
+              const v = [...xs].sort((a, b) => a - b), m = v.length >> 1;
+              return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+            };
+            const rows = series.map(({ service, points }) => {
+              const med = median(points.map((p) => p.v));
+              const peak = points.reduce((best, p) => (p.v > best.v ? p : best));
+              return { service, median_ms: med, peak_ms: peak.v, peak_at: peak.t, ratio: Math.round((peak.v / med) * 100) / 100 };
+            });
+            rows.sort((a, b) => b.ratio - a.ratio || a.service.localeCompare(b.service));
+            return rows.slice(0, 3);
+        """),
+        "expected": expected,
+        "answer_contains": [expected[0]["service"], str(expected[0]["peak_ms"]), expected[0]["peak_at"], expected[1]["service"]],
+    }
+
+
+def scenario_availability_slo():
+    rng = random.Random(10)
+    services = service_list(rng)
+    tier1 = [x for x in services if x["tier"] == 1]
+    bad = {"checkout-api": (90, 6, 0.09), "auth-service": (40, 3, 0.2)}  # start hour, hours, error share
+    responses_req, responses_err = [], []
+    totals = {}
+    for x in tier1:
+        name = x["name"]
+        base = rng.randint(20_000, 90_000)
+        req_pts, err_pts = [], []
+        for h, t in enumerate(hours()):
+            r = int(base * (0.55 + 0.45 * (1 if 8 <= t.hour <= 21 else 0)) * rng.uniform(0.9, 1.1))
+            e = int(r * rng.uniform(0.00005, 0.0003))
+            if name in bad and bad[name][0] <= h < bad[name][0] + bad[name][1]:
+                e = int(r * bad[name][2])
+            req_pts.append({"t": iso(t), "v": r})
+            err_pts.append({"t": iso(t), "v": e})
+        for metric, pts, acc in (("http_requests", req_pts, responses_req), ("http_errors_5xx", err_pts, responses_err)):
+            acc.append({"args": {"service": name, "metric": metric, **WEEK},
+                        "result": {"service": name, "metric": metric, "unit": "requests", "step": "1h", "points": pts}})
+        totals[name] = (sum(p["v"] for p in req_pts), sum(p["v"] for p in err_pts), x["slo"]["availability_pct"])
+    rows = []
+    for name, (req, err, slo) in totals.items():
+        avail = int((1 - err / req) * 100 * 1000 + 0.5) / 1000
+        if avail < slo:
+            rows.append({"service": name, "availability_pct": avail, "slo_pct": slo, "requests": req, "errors_5xx": err})
+    rows.sort(key=lambda r: (r["availability_pct"], r["service"]))
+    assert sorted(r["service"] for r in rows) == ["auth-service", "checkout-api"], rows
+    tools = [
+        {**LIST_SERVICES, "fixture": {"responses": [{"args": {"environment": "production"}, "result": {"environment": "production", "services": services}}]}},
+        {**QUERY_METRIC, "fixture": {"responses": responses_req + responses_err}},
+    ]
+    return {
+        "name": "availability-slo-breach",
+        "description": "Metrics: two hourly counters (requests, 5xx errors) for each tier-1 service over a week (10 series x 168 points), summed and compared with the SLO; fan-out of many medium-sized results.",
+        "task": "For the tier-1 production services, compute last week's availability (2026-03-02T00:00Z to 2026-03-09T00:00Z, hourly http_requests and http_errors_5xx; availability = 1 - errors/requests, as a percentage rounded to 3 decimals). Which of them are below their availability SLO? Give the availability, the SLO, and the request and error totals, worst first.",
+        "tools": tools,
+        "program": prog("""
+            const { services } = await tools.list_services({ environment: "production" });
+            const week = { start: "2026-03-02T00:00:00Z", end: "2026-03-09T00:00:00Z", step: "1h" };
+            const sum = (r) => r.points.reduce((acc, p) => acc + p.v, 0);
+            const tier1 = services.filter((s) => s.tier === 1);
+            const rows = await Promise.all(tier1.map(async (s) => {
+              const [req, err] = await Promise.all([
+                tools.query_metric({ service: s.name, metric: "http_requests", ...week }),
+                tools.query_metric({ service: s.name, metric: "http_errors_5xx", ...week }),
+              ]);
+              const requests = sum(req), errors_5xx = sum(err);
+              const availability_pct = Math.round((1 - errors_5xx / requests) * 100 * 1000) / 1000;
+              return { service: s.name, availability_pct, slo_pct: s.slo.availability_pct, requests, errors_5xx };
+            }));
+            return rows
+              .filter((r) => r.availability_pct < r.slo_pct)
+              .sort((a, b) => a.availability_pct - b.availability_pct || a.service.localeCompare(b.service));
+        """),
+        "expected": rows,
+        "answer_contains": ["auth-service", "checkout-api", str(rows[0]["availability_pct"])],
+    }
+
+
 #@@MORE@@
 
 def main():
-    for num, fn in [(4, scenario_oncall_p1), (5, scenario_regression_triage), (6, scenario_crm_pipeline), (7, scenario_crm_stale_contacts)]:
+    for num, fn in [(4, scenario_oncall_p1), (5, scenario_regression_triage), (6, scenario_crm_pipeline), (7, scenario_crm_stale_contacts),
+                    (8, scenario_calendar_slot), (9, scenario_metrics_spike), (10, scenario_availability_slo)]:
         print(write(num, fn()))
 
 
