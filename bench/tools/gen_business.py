@@ -834,11 +834,124 @@ def scenario_availability_slo():
     }
 
 
-#@@MORE@@
+# ---------------------------------------------------------------- where code mode should not win
+
+def scenario_single_lookup():
+    status = {"service": "payments-core", "environment": "production", "status": "degraded",
+              "since": "2026-03-09T07:42:00Z", "active_incident": "INC-2304",
+              "summary": "Elevated latency on card authorisations in eu-west-1", "version": "2026.03.06-2"}
+    return {
+        "name": "single-status-lookup",
+        "description": "Control: one small call answers the task; code mode pays for a program and a second turn and should not win here.",
+        "task": "Is payments-core healthy in production right now?",
+        "tools": [
+            {"name": "get_service_status", "description": "Current health of one service in one environment, with the active incident if any.",
+             "inputSchema": obj({"service": s("Service name"), "environment": s("Environment", enum=["production", "staging"])},
+                                ["service", "environment"], additionalProperties=False),
+             "outputSchema": obj({"service": {"type": "string"}, "environment": {"type": "string"},
+                                  "status": {"type": "string", "enum": ["healthy", "degraded", "down"]},
+                                  "since": {"type": "string"}, "active_incident": {"type": ["string", "null"]},
+                                  "summary": {"type": "string"}, "version": {"type": "string"}}, ["service", "status"]),
+             "fixture": {"responses": [{"args": {"service": "payments-core", "environment": "production"}, "result": status}]}},
+            {**LIST_SERVICES},
+        ],
+        "program": prog("""
+            const s = await tools.get_service_status({ service: "payments-core", environment: "production" });
+            return { status: s.status, since: s.since, incident: s.active_incident, summary: s.summary };
+        """),
+        "expected": {"status": "degraded", "since": "2026-03-09T07:42:00Z", "incident": "INC-2304",
+                     "summary": "Elevated latency on card authorisations in eu-west-1"},
+        "answer": "No: payments-core is degraded in production since 2026-03-09T07:42:00Z (incident INC-2304): elevated latency on card authorisations in eu-west-1.",
+        "answer_contains": ["degraded", "INC-2304"],
+    }
+
+
+def scenario_two_tiny_calls():
+    def wx(city, temp, cond, wind):
+        return {"city": city, "observed_at": "2026-03-09T12:00:00Z", "temperature_c": temp, "conditions": cond, "wind_kph": wind}
+    schema = obj({"city": {"type": "string"}, "observed_at": {"type": "string"}, "temperature_c": {"type": "number"},
+                  "conditions": {"type": "string"}, "wind_kph": {"type": "number"}}, ["city", "temperature_c", "conditions"])
+    return {
+        "name": "two-city-weather",
+        "description": "Control: two tiny independent calls; direct mode issues both in one turn, so code mode saves nothing and adds its program.",
+        "task": "Is it warmer in Lisbon or in Oslo right now, and by how much?",
+        "tools": [
+            {"name": "get_current_weather", "description": "Current weather observation for a city.",
+             "inputSchema": obj({"city": s("City name")}, ["city"], additionalProperties=False), "outputSchema": schema,
+             "fixture": {"responses": [{"args": {"city": "Lisbon"}, "result": wx("Lisbon", 17.5, "partly cloudy", 14)},
+                                       {"args": {"city": "Oslo"}, "result": wx("Oslo", -2.5, "light snow", 9)}]}},
+            {"name": "get_forecast", "description": "Daily forecast for a city for the next N days.",
+             "inputSchema": obj({"city": s("City name"), "days": i("Days, 1-10", minimum=1, maximum=10)}, ["city"], additionalProperties=False)},
+        ],
+        "program": prog("""
+            const [lis, osl] = await Promise.all([
+              tools.get_current_weather({ city: "Lisbon" }),
+              tools.get_current_weather({ city: "Oslo" }),
+            ]);
+            const warmer = lis.temperature_c >= osl.temperature_c ? lis : osl;
+            return { warmer: warmer.city, lisbon_c: lis.temperature_c, oslo_c: osl.temperature_c, difference_c: Math.abs(lis.temperature_c - osl.temperature_c) };
+        """),
+        "expected": {"warmer": "Lisbon", "lisbon_c": 17.5, "oslo_c": -2.5, "difference_c": 20},
+        "answer": "Lisbon is warmer: 17.5 °C against -2.5 °C in Oslo, 20 °C warmer.",
+        "answer_contains": ["Lisbon", "20"],
+    }
+
+
+TICKETS = [
+    {"id": "T-88412", "subject": "Charged twice for March", "customer": "Lena Fischer <lena@brightcart.de>",
+     "created_at": "2026-03-08T09:14:00Z",
+     "body": "Hi, I just looked at our card statement and the March subscription shows up twice (2 x 249 EUR on the 1st). We only have one workspace. Can you look into what happened? Our bookkeeper needs the invoice to match what was actually paid, so please sort out whatever is needed on your side."},
+    {"id": "T-88419", "subject": "Question about refund policy wording", "customer": "Omar Haddad <omar@soukdigital.ae>",
+     "created_at": "2026-03-08T11:02:00Z",
+     "body": "We are updating our own terms and wanted to copy the structure of your refund policy page. Is it OK to reference it, and is the 14-day window the same for annual plans? Nothing is wrong with our account, this is just for our legal team."},
+    {"id": "T-88430", "subject": "Export to CSV broken", "customer": "Ben Carter <ben@pinecrest.co>",
+     "created_at": "2026-03-08T15:47:00Z",
+     "body": "Since yesterday the CSV export of the orders report downloads an empty file. Tried Chrome and Firefox. This is urgent for our weekly inventory meeting tomorrow morning."},
+]
+
+
+def scenario_refund_judgement():
+    listing = [{k: t[k] for k in ("id", "subject", "customer", "created_at")} for t in TICKETS]
+    tk_schema = obj({"id": {"type": "string"}, "subject": {"type": "string"}, "customer": {"type": "string"},
+                     "created_at": {"type": "string"}, "body": {"type": "string"}}, ["id", "subject", "body"])
+    return {
+        "name": "refund-ticket-judgement",
+        "description": "Control: three short tickets whose meaning needs reading (the real refund request never says 'refund'; the one that says it is not one); a program can only approximate the judgement with a keyword rule, so code mode has nothing to save and direct reading is the natural plan.",
+        "task": "Three new support tickets came in on 2026-03-08. Which of them is actually asking for money back (a refund or a reversed charge)? Read them and tell me the ticket id and why.",
+        "tools": [
+            {"name": "list_tickets", "description": "Support tickets in a queue (without bodies), newest last.",
+             "inputSchema": obj({"queue": s("Queue name, e.g. billing"), "status": s("Ticket status", enum=["new", "open", "pending", "solved"])},
+                                ["queue", "status"], additionalProperties=False),
+             "outputSchema": obj({"tickets": arr(obj({"id": {"type": "string"}, "subject": {"type": "string"}, "customer": {"type": "string"}, "created_at": {"type": "string"}}, ["id", "subject"]))}, ["tickets"]),
+             "fixture": {"responses": [{"args": {"queue": "billing", "status": "new"}, "result": {"tickets": listing}}]}},
+            {"name": "get_ticket", "description": "One support ticket with its body.",
+             "inputSchema": obj({"id": s("Ticket id")}, ["id"], additionalProperties=False), "outputSchema": tk_schema,
+             "fixture": {"responses": [{"args": {"id": t["id"]}, "result": t} for t in TICKETS]}},
+        ],
+        "program": prog("""
+            const { tickets } = await tools.list_tickets({ queue: "billing", status: "new" });
+            const full = await Promise.all(tickets.map((t) => tools.get_ticket({ id: t.id })));
+            // A keyword rule is all a program can do: a duplicate charge asks for money back,
+            // while a mere mention of the refund *policy* does not.
+            const wantsMoneyBack = (t) =>
+              /charged twice|double charge|money back|reimburse|refund (me|us|the)/i.test(`${t.subject} ${t.body}`);
+            const hits = full.filter(wantsMoneyBack);
+            return hits.map((t) => ({ id: t.id, subject: t.subject }));
+        """),
+        "expected": [{"id": "T-88412", "subject": "Charged twice for March"}],
+        "answer": "T-88412 (\"Charged twice for March\") is the refund request: the customer was billed 2 x 249 EUR for one workspace and needs the duplicate charge reversed. T-88419 only asks about the wording of the refund policy, and T-88430 is a broken CSV export.",
+        "answer_contains": ["T-88412"],
+        "direct_turns": [
+            [{"tool": "list_tickets", "args": {"queue": "billing", "status": "new"}}],
+            [{"tool": "get_ticket", "args": {"id": t["id"]}} for t in TICKETS],
+        ],
+    }
+
 
 def main():
     for num, fn in [(4, scenario_oncall_p1), (5, scenario_regression_triage), (6, scenario_crm_pipeline), (7, scenario_crm_stale_contacts),
-                    (8, scenario_calendar_slot), (9, scenario_metrics_spike), (10, scenario_availability_slo)]:
+                    (8, scenario_calendar_slot), (9, scenario_metrics_spike), (10, scenario_availability_slo),
+                    (13, scenario_single_lookup), (14, scenario_two_tiny_calls), (15, scenario_refund_judgement)]:
         print(write(num, fn()))
 
 
