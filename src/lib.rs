@@ -15,6 +15,7 @@ compile_error!(
     "codemode: select exactly one engine: enable feature `quickjs` (the default) or `v8` (e.g. `--no-default-features --features v8`)."
 );
 
+pub mod bench;
 pub mod builtins;
 pub mod call;
 pub mod harness;

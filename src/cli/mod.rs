@@ -1,6 +1,7 @@
 //! The `codemode` command line (DESIGN.md §8). Exit codes: 0 ok, 1 the run or operation failed,
 //! 2 usage or input error.
 
+mod bench;
 mod mcp;
 mod output;
 mod progress;
@@ -50,6 +51,8 @@ enum Command {
     Tools(sdk::ToolsArgs),
     /// Serve run_code as an MCP server over stdio.
     Mcp(mcp::McpArgs),
+    /// Measure code mode against direct tool calls on scenario files.
+    Bench(bench::BenchArgs),
 }
 
 /// Parse the arguments, run the command, and return the process exit code.
@@ -75,6 +78,7 @@ pub fn main() -> i32 {
         Command::Sdk(args) => sdk::sdk(args),
         Command::Tools(args) => sdk::tools(args),
         Command::Mcp(args) => mcp::mcp(args),
+        Command::Bench(args) => bench::bench(args),
     };
     // `main` ends the process with `std::process::exit`, which would drop buffered spans.
     telemetry.shutdown();

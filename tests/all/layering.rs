@@ -27,6 +27,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "call", "schema", "sdk", "tool", "pipeline", "sandbox", "policy", "builtins", "harness",
         ],
     ),
+    (
+        "bench",
+        &[
+            "call", "schema", "sdk", "tool", "pipeline", "sandbox", "policy", "builtins",
+            "harness", "mcp",
+        ],
+    ),
 ];
 
 fn src_dir() -> PathBuf {
