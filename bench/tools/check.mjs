@@ -184,6 +184,14 @@ for (const file of files) {
     const sz = Object.values(main.files).reduce((s, c) => s + c.length, 0);
     est = ` (built-ins; ${Object.keys(main.files).length} files, ${sz} bytes)`;
   }
+  // EMIT_TURNS=DIR: write a copy of the scenario whose direct_turns are the program's waves as
+  // this shim derives them (to compare with the runner's own derivation).
+  if (process.env.EMIT_TURNS && main && main.calls && !sc.direct_turns) {
+    const waves = [];
+    for (const c of main.calls.filter((c) => !c.tool.startsWith("catalog."))) (waves[c.wave - 1] ||= []).push({ tool: c.tool, args: c.args });
+    fs.mkdirSync(process.env.EMIT_TURNS, { recursive: true });
+    fs.writeFileSync(path.join(process.env.EMIT_TURNS, path.basename(file)), JSON.stringify({ ...sc, direct_turns: waves.filter(Boolean) }));
+  } else if (process.env.EMIT_TURNS) fs.copyFileSync(file, path.join(process.env.EMIT_TURNS, path.basename(file)));
   const size = fs.statSync(file).size;
   if (size > 650_000) errs.push(`file is ${size} bytes`);
   if (errs.length) { failed++; console.log(`FAIL ${path.basename(file)}\n - ${errs.join("\n - ")}`); }
