@@ -1,0 +1,268 @@
+"""A large tool set as an agent connected to several popular MCP servers sees it: tool names,
+descriptions and input schemas follow the public servers (github/github-mcp-server,
+modelcontextprotocol/servers Slack, filesystem and Postgres servers, getsentry/sentry-mcp,
+Linear's and Notion's hosted MCP servers), abridged where descriptions are long. Each tool is
+prefixed with its server (`github_list_issues`) as hosts do to keep names unique."""
+
+STR = {"type": "string"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+
+
+def p(desc, t="string", **kw):
+    return {"type": t, "description": desc, **kw}
+
+
+def tool(server, name, desc, props=None, required=()):
+    schema = {"type": "object", "properties": props or {}}
+    if required:
+        schema["required"] = list(required)
+    return {"name": f"{server}_{name}", "description": desc, "inputSchema": schema}
+
+
+OWNER = p("Repository owner")
+REPO = p("Repository name")
+PAGE = p("Page number for pagination (min 1)", "number", minimum=1)
+PER_PAGE = p("Results per page for pagination (min 1, max 100)", "number", minimum=1, maximum=100)
+
+
+def gh(name, desc, props=None, required=("owner", "repo"), repo=True):
+    base = {"owner": OWNER, "repo": REPO} if repo else {}
+    return tool("github", name, desc, {**base, **(props or {})}, required)
+
+
+GITHUB = [
+    gh("get_me", "Get details of the authenticated GitHub user. Use this when a request is about the user's own profile for GitHub.", required=(), repo=False),
+    gh("get_file_contents", "Get the contents of a file or directory from a GitHub repository",
+       {"path": p("Path to file/directory", default="/"), "ref": p("Accepts optional git refs such as `refs/tags/{tag}`, `refs/heads/{branch}` or `refs/pull/{pr_number}/head`"), "sha": p("Accepts optional commit SHA. If specified, it will be used instead of ref")}),
+    gh("create_or_update_file", "Create or update a single file in a GitHub repository. If updating, you must provide the SHA of the file you want to update.",
+       {"path": p("Path where to create/update the file"), "content": p("Content of the file"), "message": p("Commit message"), "branch": p("Branch to create/update the file in"), "sha": p("Required if updating an existing file. The blob SHA of the file being replaced.")},
+       ("owner", "repo", "path", "content", "message", "branch")),
+    gh("delete_file", "Delete a file from a GitHub repository",
+       {"path": p("Path to the file to delete"), "message": p("Commit message"), "branch": p("Branch to delete the file from")}, ("owner", "repo", "path", "message", "branch")),
+    gh("push_files", "Push multiple files to a GitHub repository in a single commit",
+       {"branch": p("Branch to push to"), "message": p("Commit message"), "files": {"type": "array", "description": "Array of file objects to push, each object with path (string) and content (string)", "items": {"type": "object", "properties": {"path": STR, "content": STR}, "required": ["path", "content"]}}},
+       ("owner", "repo", "branch", "files", "message")),
+    gh("create_repository", "Create a new GitHub repository in your account or specified organization",
+       {"name": p("Repository name"), "description": p("Repository description"), "organization": p("Organization to create the repository in (omit to create in your personal account)"), "private": p("Whether repo should be private", "boolean"), "autoInit": p("Initialize with README", "boolean")}, ("name",), repo=False),
+    gh("fork_repository", "Fork a GitHub repository to your account or specified organization", {"organization": p("Organization to fork to")}),
+    gh("create_branch", "Create a new branch in a GitHub repository", {"branch": p("Name for new branch"), "from_branch": p("Source branch (defaults to repo default)")}, ("owner", "repo", "branch")),
+    gh("list_branches", "List branches in a GitHub repository", {"page": PAGE, "perPage": PER_PAGE}),
+    gh("list_commits", "Get list of commits of a branch in a GitHub repository. Returns at least 30 results per page by default, but can return more if specified using the perPage parameter (up to 100).",
+       {"sha": p("Commit SHA, branch or tag name to list commits of. If not provided, uses the default branch of the repository."), "author": p("Author username or email address to filter commits by"), "page": PAGE, "perPage": PER_PAGE}),
+    gh("get_commit", "Get details for a commit from a GitHub repository", {"sha": p("Commit SHA, branch name, or tag name"), "include_diff": p("Whether to include file diffs and stats in the response. Default is true.", "boolean")}, ("owner", "repo", "sha")),
+    gh("list_tags", "List git tags in a GitHub repository", {"page": PAGE, "perPage": PER_PAGE}),
+    gh("get_tag", "Get details about a specific git tag in a GitHub repository", {"tag": p("Tag name")}, ("owner", "repo", "tag")),
+    gh("list_releases", "List releases in a GitHub repository", {"page": PAGE, "perPage": PER_PAGE}),
+    gh("get_latest_release", "Get the latest release in a GitHub repository"),
+    gh("get_release_by_tag", "Get a specific release by its tag name in a GitHub repository", {"tag": p("Tag name (e.g., 'v1.0.0')")}, ("owner", "repo", "tag")),
+    gh("get_repository_tree", "Get the tree structure (files and directories) of a GitHub repository at a specific ref or SHA",
+       {"tree_sha": p("The SHA1 value or ref (branch or tag) name of the tree. Defaults to the repository's default branch"), "recursive": p("Setting this parameter to true returns the objects or subtrees referenced by the tree. Default is false", "boolean"), "path_filter": p("Optional path prefix to filter the tree results (e.g., 'src/' to only show files in the src directory)")}),
+    gh("search_repositories", "Find GitHub repositories by name, description, readme, topics, or other metadata. Perfect for discovering projects, finding examples, or locating specific repositories across GitHub.",
+       {"query": p("Repository search query. Examples: 'machine learning in:name stars:>1000 language:python', 'topic:react', 'user:facebook'."), "sort": p("Sort repositories by field, defaults to best match", enum=["stars", "forks", "help-wanted-issues", "updated"]), "order": p("Sort order", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("search_code", "Fast and precise code search across ALL GitHub repositories using GitHub's native search engine. Best for finding exact symbols, functions, classes, or specific code patterns.",
+       {"query": p("Search query using GitHub's powerful code search syntax. Examples: 'content:Skill language:Java org:github', 'repo:github/github-mcp-server path:pkg/github'."), "sort": p("Sort field ('indexed' only)"), "order": p("Sort order for results", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("search_users", "Find GitHub users by username, real name, or other profile information. Useful for locating developers, contributors, or team members.",
+       {"query": p("User search query. Examples: 'john smith', 'location:seattle', 'followers:>100'. Search is automatically scoped to type:user."), "sort": p("Sort users by number of followers or repositories, or when the person joined GitHub.", enum=["followers", "repositories", "joined"]), "order": p("Sort order", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("search_orgs", "Find GitHub organizations by name, location, or other organization metadata. Ideal for discovering companies, open source foundations, or teams.",
+       {"query": p("Organization search query. Examples: 'microsoft', 'location:california', 'created:>=2025-01-01'. Search is automatically scoped to type:org."), "sort": p("Sort field by category", enum=["followers", "repositories", "joined"]), "order": p("Sort order", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("issue_read", "Get information about a specific issue in a GitHub repository.",
+       {"method": p("The read operation to perform on a single issue.", enum=["get", "get_comments", "get_sub_issues", "get_labels"]), "issue_number": p("The number of the issue", "number"), "page": PAGE, "perPage": PER_PAGE}, ("method", "owner", "repo", "issue_number")),
+    gh("issue_write", "Create a new or update an existing issue in a GitHub repository.",
+       {"method": p("Write operation to perform on a single issue.", enum=["create", "update"]), "issue_number": p("Issue number to update", "number"), "title": p("Issue title"), "body": p("Issue body content"), "assignees": {"type": "array", "items": STR, "description": "Usernames to assign to this issue"}, "labels": {"type": "array", "items": STR, "description": "Labels to apply to this issue"}, "milestone": p("Milestone number", "number"), "state": p("New state", enum=["open", "closed"]), "state_reason": p("Reason for the state change. Ignored unless state is changed.", enum=["completed", "not_planned", "duplicate"])},
+       ("method", "owner", "repo")),
+    gh("list_issues", "List issues in a GitHub repository. For pagination, use the 'endCursor' from the previous response's 'pageInfo' in the 'after' parameter.",
+       {"state": p("Filter by state, by default both open and closed issues are returned when not provided", enum=["OPEN", "CLOSED"]), "labels": {"type": "array", "items": STR, "description": "Filter by labels"}, "orderBy": p("Order issues by field. If provided, the 'direction' also needs to be provided.", enum=["CREATED_AT", "UPDATED_AT", "COMMENTS"]), "direction": p("Order direction. If provided, the 'orderBy' also needs to be provided.", enum=["ASC", "DESC"]), "since": p("Filter by date (ISO 8601 timestamp)"), "after": p("Cursor for pagination. Use the cursor from the previous response."), "perPage": PER_PAGE}),
+    gh("search_issues", "Search for issues in GitHub repositories using issues search syntax already scoped to is:issue",
+       {"query": p("Search query using GitHub issues search syntax"), "owner": p("Optional repository owner. If provided with repo, only issues for this repository are listed."), "repo": p("Optional repository name. If provided with owner, only issues for this repository are listed."), "sort": p("Sort field by number of matches of categories, defaults to best match", enum=["comments", "reactions", "reactions-+1", "reactions--1", "reactions-smile", "reactions-thinking_face", "reactions-heart", "reactions-tada", "interactions", "created", "updated"]), "order": p("Sort order", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("add_issue_comment", "Add a comment to a specific issue in a GitHub repository. Use this tool to add comments to pull requests as well (in this case pass pull request number as issue_number), but only if user is not asking specifically to add review comments.",
+       {"issue_number": p("Issue number to comment on", "number"), "body": p("Comment content")}, ("owner", "repo", "issue_number", "body")),
+    gh("sub_issue_write", "Add a sub-issue to a parent issue in a GitHub repository.",
+       {"method": p("The action to perform on a single sub-issue", enum=["add", "remove", "reprioritize"]), "issue_number": p("The number of the parent issue", "number"), "sub_issue_id": p("The ID of the sub-issue to add. ID is not the same as issue number", "number"), "replace_parent": p("When true, replaces the sub-issue's current parent issue", "boolean")}, ("method", "owner", "repo", "issue_number", "sub_issue_id")),
+    gh("list_issue_types", "List supported issue types for repository owner (organization).", {"owner": p("The organization owner of the repository")}, ("owner",), repo=False),
+    gh("assign_copilot_to_issue", "Assign Copilot to a specific issue in a GitHub repository. This tool can help with tasks like fixing bugs, adding features, writing tests, or refactoring code.",
+       {"issueNumber": p("Issue number", "number")}, ("owner", "repo", "issueNumber")),
+    gh("list_pull_requests", "List pull requests in a GitHub repository. If the user specifies an author, then DO NOT use this tool and use the search_pull_requests tool instead.",
+       {"state": p("Filter by state", enum=["open", "closed", "all"]), "head": p("Filter by head user/org and branch"), "base": p("Filter by base branch"), "sort": p("Sort by", enum=["created", "updated", "popularity", "long-running"]), "direction": p("Sort direction", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}),
+    gh("search_pull_requests", "Search for pull requests in GitHub repositories using issues search syntax already scoped to is:pr",
+       {"query": p("Search query using GitHub pull request search syntax"), "owner": p("Optional repository owner."), "repo": p("Optional repository name."), "sort": p("Sort field by number of matches of categories, defaults to best match", enum=["comments", "reactions", "created", "updated"]), "order": p("Sort order", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, ("query",), repo=False),
+    gh("pull_request_read", "Get information on a specific pull request in GitHub repository.",
+       {"method": p("Action to specify what pull request data needs to be retrieved from GitHub.", enum=["get", "get_diff", "get_status", "get_files", "get_review_comments", "get_reviews", "get_comments"]), "pullNumber": p("Pull request number", "number"), "page": PAGE, "perPage": PER_PAGE}, ("method", "owner", "repo", "pullNumber")),
+    gh("create_pull_request", "Create a new pull request in a GitHub repository.",
+       {"title": p("PR title"), "body": p("PR description"), "head": p("Branch containing changes"), "base": p("Branch to merge into"), "draft": p("Create as draft PR", "boolean"), "maintainer_can_modify": p("Allow maintainer edits", "boolean")}, ("owner", "repo", "title", "head", "base")),
+    gh("update_pull_request", "Update an existing pull request in a GitHub repository.",
+       {"pullNumber": p("Pull request number to update", "number"), "title": p("New title"), "body": p("New description"), "state": p("New state", enum=["open", "closed"]), "draft": p("Mark pull request as draft (true) or ready for review (false)", "boolean"), "base": p("New base branch name"), "reviewers": {"type": "array", "items": STR, "description": "GitHub usernames to request reviews from"}}, ("owner", "repo", "pullNumber")),
+    gh("merge_pull_request", "Merge a pull request in a GitHub repository.",
+       {"pullNumber": p("Pull request number", "number"), "commit_title": p("Title for merge commit"), "commit_message": p("Extra detail for merge commit"), "merge_method": p("Merge method", enum=["merge", "squash", "rebase"])}, ("owner", "repo", "pullNumber")),
+    gh("update_pull_request_branch", "Update the branch of a pull request with the latest changes from the base branch.",
+       {"pullNumber": p("Pull request number", "number"), "expectedHeadSha": p("The expected SHA of the pull request's HEAD ref")}, ("owner", "repo", "pullNumber")),
+    gh("pull_request_review_write", "Create and/or submit, delete review of a pull request.",
+       {"method": p("The write operation to perform on pull request review.", enum=["create", "submit_pending", "delete_pending"]), "pullNumber": p("Pull request number", "number"), "body": p("Review comment text"), "event": p("Review action to perform.", enum=["APPROVE", "REQUEST_CHANGES", "COMMENT"]), "commitID": p("SHA of commit to review")}, ("method", "owner", "repo", "pullNumber")),
+    gh("add_comment_to_pending_review", "Add review comment to the requester's latest pending pull request review. A pending review needs to already exist to call this (check with the user if not sure).",
+       {"pullNumber": p("Pull request number", "number"), "path": p("The relative path to the file that necessitates a comment"), "body": p("The text of the review comment"), "subjectType": p("The level at which the comment is targeted", enum=["FILE", "LINE"]), "line": p("The line of the blob in the pull request diff that the comment applies to.", "number"), "side": p("The side of the diff to comment on.", enum=["LEFT", "RIGHT"])}, ("owner", "repo", "pullNumber", "path", "body", "subjectType")),
+    gh("request_copilot_review", "Request a GitHub Copilot code review for a pull request.", {"pullNumber": p("Pull request number", "number")}, ("owner", "repo", "pullNumber")),
+    gh("list_workflows", "List workflows in a repository", {"page": PAGE, "perPage": PER_PAGE}),
+    gh("list_workflow_runs", "List workflow runs for a specific workflow",
+       {"workflow_id": p("The workflow ID or workflow file name"), "branch": p("Returns workflow runs associated with a branch."), "status": p("Returns workflow runs with the check run status", enum=["queued", "in_progress", "completed", "requested", "waiting"]), "event": p("Returns workflow runs for a specific event type"), "page": PAGE, "perPage": PER_PAGE}, ("owner", "repo", "workflow_id")),
+    gh("get_workflow_run", "Get details of a specific workflow run", {"run_id": p("The unique identifier of the workflow run", "number")}, ("owner", "repo", "run_id")),
+    gh("list_workflow_jobs", "List jobs for a specific workflow run", {"run_id": p("The unique identifier of the workflow run", "number"), "filter": p("Filters jobs by their completed_at timestamp", enum=["latest", "all"]), "page": PAGE, "perPage": PER_PAGE}, ("owner", "repo", "run_id")),
+    gh("get_job_logs", "Download logs for a specific workflow job or efficiently get all failed job logs for a workflow run",
+       {"job_id": p("The unique identifier of the workflow job (required for single job logs)", "number"), "run_id": p("Workflow run ID (required when using failed_only)", "number"), "failed_only": p("When true, gets logs for all failed jobs in run_id", "boolean"), "return_content": p("Returns actual log content instead of URLs", "boolean"), "tail_lines": p("Number of lines to return from the end of the log", "number")}),
+    gh("rerun_failed_jobs", "Re-run only the failed jobs in a workflow run", {"run_id": p("The unique identifier of the workflow run", "number")}, ("owner", "repo", "run_id")),
+    gh("run_workflow", "Run an Actions workflow by workflow ID or filename",
+       {"workflow_id": p("The workflow ID (numeric) or workflow file name (e.g., main.yml, ci.yaml)"), "ref": p("The git reference for the workflow. The reference can be a branch or tag name."), "inputs": {"type": "object", "description": "Inputs the workflow accepts"}}, ("owner", "repo", "workflow_id", "ref")),
+    gh("list_code_scanning_alerts", "List code scanning alerts in a GitHub repository.",
+       {"state": p("Filter code scanning alerts by state. Defaults to open", enum=["open", "closed", "dismissed", "fixed"], default="open"), "severity": p("Filter code scanning alerts by severity", enum=["critical", "high", "medium", "low", "warning", "note", "error"]), "ref": p("The Git reference for the results you want to list."), "tool_name": p("The name of the tool used for code scanning.")}),
+    gh("get_code_scanning_alert", "Get details of a specific code scanning alert in a GitHub repository.", {"alertNumber": p("The number of the alert.", "number")}, ("owner", "repo", "alertNumber")),
+    gh("list_dependabot_alerts", "List dependabot alerts in a GitHub repository.",
+       {"owner": p("The owner of the repository."), "repo": p("The name of the repository."),
+        "state": p("Filter dependabot alerts by state. Defaults to open", enum=["open", "fixed", "dismissed", "auto_dismissed"], default="open"), "severity": p("Filter dependabot alerts by severity", enum=["low", "medium", "high", "critical"]),
+        "after": p("Omit for the first page. For subsequent pages, use pageInfo.nextCursor from the previous response."), "perPage": PER_PAGE}),
+    gh("get_dependabot_alert", "Get details of a specific dependabot alert in a GitHub repository.", {"alertNumber": p("The number of the alert.", "number")}, ("owner", "repo", "alertNumber")),
+    gh("list_secret_scanning_alerts", "List secret scanning alerts in a GitHub repository.",
+       {"state": p("Filter by state", enum=["open", "resolved"]), "secret_type": p("A comma-separated list of secret types to return."), "resolution": p("Filter by resolution", enum=["false_positive", "wont_fix", "revoked", "pattern_edited", "pattern_deleted", "used_in_tests"])}),
+    gh("get_secret_scanning_alert", "Get details of a specific secret scanning alert in a GitHub repository.", {"alertNumber": p("The number of the alert.", "number")}, ("owner", "repo", "alertNumber")),
+    gh("list_global_security_advisories", "List global security advisories from GitHub.",
+       {"ghsaId": p("Filter by GitHub Security Advisory ID (format: GHSA-xxxx-xxxx-xxxx)."), "cveId": p("Filter by CVE ID."), "ecosystem": p("Filter by package ecosystem.", enum=["actions", "composer", "erlang", "go", "maven", "npm", "nuget", "other", "pip", "pub", "rubygems", "rust"]), "severity": p("Filter by severity.", enum=["unknown", "low", "medium", "high", "critical"])}, (), repo=False),
+    gh("get_global_security_advisory", "Get a global security advisory", {"ghsaId": p("GitHub Security Advisory ID (format: GHSA-xxxx-xxxx-xxxx).")}, ("ghsaId",), repo=False),
+    gh("list_notifications", "Lists all GitHub notifications for the authenticated user, including unread notifications, mentions, review requests, assignments, and updates on issues or pull requests.",
+       {"filter": p("Filter notifications to, use default unless specified.", enum=["default", "include_read_notifications", "only_participating"]), "since": p("Only show notifications updated after the given time (ISO 8601 format)"), "before": p("Only show notifications updated before the given time (ISO 8601 format)"), "owner": p("Optional repository owner."), "repo": p("Optional repository name."), "page": PAGE, "perPage": PER_PAGE}, (), repo=False),
+    gh("dismiss_notification", "Dismiss a notification by marking it as read or done", {"threadID": p("The ID of the notification thread"), "state": p("The new state of the notification (read/done)", enum=["read", "done"])}, ("threadID",), repo=False),
+    gh("list_discussions", "List discussions for a repository or organisation.",
+       {"category": p("Optional filter by discussion category ID."), "orderBy": p("Order discussions by field.", enum=["CREATED_AT", "UPDATED_AT"]), "direction": p("Order direction.", enum=["ASC", "DESC"]), "perPage": PER_PAGE, "after": p("Cursor for pagination.")}, ("owner",)),
+    gh("get_discussion", "Get a specific discussion by ID", {"discussionNumber": p("Discussion Number", "number")}, ("owner", "repo", "discussionNumber")),
+    gh("list_gists", "List gists for a user", {"username": p("GitHub username (omit for authenticated user's gists)"), "since": p("Only gists updated after this time (ISO 8601 timestamp)"), "page": PAGE, "perPage": PER_PAGE}, (), repo=False),
+    gh("create_gist", "Create a new gist", {"description": p("Description of the gist"), "filename": p("Filename for simple single-file gist creation"), "content": p("Content for simple single-file gist creation"), "public": p("Whether the gist is public", "boolean", default=False)}, ("filename", "content"), repo=False),
+    gh("get_teams", "Get details of the teams the user is a member of. Limited to organizations accessible with current credentials", {"user": p("Username to get teams for. If not provided, uses the authenticated user.")}, (), repo=False),
+    gh("get_team_members", "Get member usernames of a specific team in an organization.", {"org": p("Organization login (owner) that contains the team."), "team_slug": p("Team slug")}, ("org", "team_slug"), repo=False),
+    gh("list_label", "List labels from a repository"),
+    gh("get_label", "Get a specific label from a repository.", {"name": p("Label name.")}, ("owner", "repo", "name")),
+    gh("list_projects", "List Projects for a user or organization",
+       {"owner_type": p("Owner type", enum=["user", "org"]), "query": p("Filter projects by title text and open/closed state"), "per_page": PER_PAGE}, ("owner", "owner_type"), repo=False),
+    gh("list_starred_repositories", "List starred repositories", {"username": p("Username to list starred repositories for. Defaults to the authenticated user."), "sort": p("How to sort the results.", enum=["created", "updated"]), "direction": p("The direction to sort the results by.", enum=["asc", "desc"]), "page": PAGE, "perPage": PER_PAGE}, (), repo=False),
+]
+
+SLACK = [
+    tool("slack", "list_channels", "List public or pre-defined channels in the workspace with pagination",
+         {"limit": p("Maximum number of channels to return (default 100, max 200)", "number", default=100), "cursor": p("Pagination cursor for next page of results")}),
+    tool("slack", "post_message", "Post a new message to a Slack channel",
+         {"channel_id": p("The ID of the channel to post to"), "text": p("The message text to post")}, ("channel_id", "text")),
+    tool("slack", "reply_to_thread", "Reply to a specific message thread in Slack",
+         {"channel_id": p("The ID of the channel containing the thread"), "thread_ts": p("The timestamp of the parent message in the format '1234567890.123456'. Timestamps in the format without the period can be converted by adding the period such that 6 numbers come after it."), "text": p("The reply text")}, ("channel_id", "thread_ts", "text")),
+    tool("slack", "add_reaction", "Add a reaction emoji to a message",
+         {"channel_id": p("The ID of the channel containing the message"), "timestamp": p("The timestamp of the message to react to"), "reaction": p("The name of the emoji reaction (without ::)")}, ("channel_id", "timestamp", "reaction")),
+    tool("slack", "get_channel_history", "Get recent messages from a channel",
+         {"channel_id": p("The ID of the channel"), "limit": p("Number of messages to retrieve (default 10)", "number", default=10)}, ("channel_id",)),
+    tool("slack", "get_thread_replies", "Get all replies in a message thread",
+         {"channel_id": p("The ID of the channel containing the thread"), "thread_ts": p("The timestamp of the parent message in the format '1234567890.123456'.")}, ("channel_id", "thread_ts")),
+    tool("slack", "get_users", "Get a list of all users in the workspace with their basic profile information",
+         {"cursor": p("Pagination cursor for next page of results"), "limit": p("Maximum number of users to return (default 100, max 200)", "number", default=100)}),
+    tool("slack", "get_user_profile", "Get detailed profile information for a specific user", {"user_id": p("The ID of the user")}, ("user_id",)),
+]
+
+ORG = p("The organization's slug. You can find a existing list of organizations you have access to using the `find_organizations()` tool.")
+SENTRY = [
+    tool("sentry", "whoami", "Identify the authenticated user in Sentry. Use this tool when you need to know the current user's name and email address."),
+    tool("sentry", "find_organizations", "Find organizations that the user has access to in Sentry.", {"query": p("Filter organizations by name or slug")}),
+    tool("sentry", "find_teams", "Find teams in an organization in Sentry.", {"organizationSlug": ORG, "query": p("Filter teams by name or slug")}, ("organizationSlug",)),
+    tool("sentry", "find_projects", "Find projects in Sentry.", {"organizationSlug": ORG, "query": p("Filter projects by name or slug")}, ("organizationSlug",)),
+    tool("sentry", "find_releases", "Find releases in Sentry. Use this tool when you need to find the most recent releases or a specific release.",
+         {"organizationSlug": ORG, "projectSlug": p("The project's slug"), "query": p("Search for versions which contain the provided string.")}, ("organizationSlug",)),
+    tool("sentry", "get_issue_details", "Get detailed information about a specific Sentry issue by ID. Includes the latest event's stacktrace.",
+         {"organizationSlug": ORG, "issueId": p("The Issue ID. e.g. `PROJECT-1Z43`"), "issueUrl": p("The URL of the issue."), "eventId": p("The ID of a specific event.")}),
+    tool("sentry", "search_issues", "Search for grouped issues/problems in Sentry - returns a LIST of issues, NOT counts or aggregations. Uses AI to translate natural language queries into Sentry issue search syntax.",
+         {"organizationSlug": ORG, "naturalLanguageQuery": p("Natural language description of issues to search for"), "projectSlugOrId": p("The project's slug or numeric ID (optional)"), "limit": p("Maximum number of issues to return", "number", default=10, minimum=1, maximum=100), "includeExplanation": p("Include explanation of how the query was translated", "boolean", default=False)},
+         ("organizationSlug", "naturalLanguageQuery")),
+    tool("sentry", "search_events", "Search for events AND perform counts/aggregations in Sentry - the ONLY tool for statistics and counts. Supports errors, logs and spans.",
+         {"organizationSlug": ORG, "naturalLanguageQuery": p("Natural language description of what you want to search for"), "projectSlug": p("Filter by project slug (optional)"), "limit": p("Maximum number of results to return", "number", default=10), "includeExplanation": p("Include explanation of how the query was translated", "boolean", default=False)},
+         ("organizationSlug", "naturalLanguageQuery")),
+    tool("sentry", "update_issue", "Update an issue's status or assignment in Sentry.",
+         {"organizationSlug": ORG, "issueId": p("The Issue ID. e.g. `PROJECT-1Z43`"), "status": p("The new status for the issue", enum=["resolved", "resolvedInNextRelease", "unresolved", "ignored"]), "assignedTo": p("The assignee in format 'user:ID' or 'team:ID'")}, ("organizationSlug", "issueId")),
+    tool("sentry", "get_trace_details", "Get high-level overview of a Sentry trace including span statistics, top operations and errors.",
+         {"organizationSlug": ORG, "traceId": p("The trace ID. e.g. `a4d1aae7216b47ff8117cf4e09ce9d0a`")}, ("organizationSlug", "traceId")),
+    tool("sentry", "analyze_issue_with_seer", "Use Seer to analyze production errors and get detailed root cause analysis with specific code fixes.",
+         {"organizationSlug": ORG, "issueId": p("The Issue ID. e.g. `PROJECT-1Z43`"), "instruction": p("Optional custom instruction for the root cause analysis")}, ("organizationSlug", "issueId")),
+    tool("sentry", "find_dsns", "List all Sentry DSNs for a specific project.", {"organizationSlug": ORG, "projectSlug": p("The project's slug")}, ("organizationSlug", "projectSlug")),
+    tool("sentry", "create_project", "Create a new project in Sentry.",
+         {"organizationSlug": ORG, "teamSlug": p("The team's slug"), "name": p("The name of the project"), "platform": p("The platform for the project, e.g. python, javascript")}, ("organizationSlug", "teamSlug", "name")),
+    tool("sentry", "search_docs", "Search Sentry documentation for SDK setup, instrumentation, and configuration guidance.",
+         {"query": p("The search query in natural language"), "maxResults": p("Maximum number of results to return (1-10)", "number", default=3), "guide": p("Optional guide filter, e.g. 'javascript/nextjs'")}, ("query",)),
+]
+
+LINEAR = [
+    tool("linear", "list_issues", "List issues in the user's Linear workspace",
+         {"query": p("An optional search query"), "team": p("The team name or ID"), "state": p("The state name or ID"), "assignee": p("The assignee user ID, name or email, or \"me\""), "label": p("The label name or ID"), "project": p("The project name or ID"), "limit": p("The number of results to return", "number", default=50), "orderBy": p("Order by", enum=["createdAt", "updatedAt"], default="updatedAt")}),
+    tool("linear", "get_issue", "Retrieve detailed information about an issue by ID, including attachments and git branch name", {"id": p("The issue ID")}, ("id",)),
+    tool("linear", "create_issue", "Create a new Linear issue",
+         {"title": p("The issue title"), "description": p("The issue description as Markdown"), "team": p("The team name or ID"), "assignee": p("The assignee user ID, name or email, or \"me\""), "priority": p("0 = No priority, 1 = Urgent, 2 = High, 3 = Normal, 4 = Low.", "number"), "labels": {"type": "array", "items": STR, "description": "Label names or IDs"}, "project": p("The project name or ID"), "state": p("The issue state type, name, or ID")}, ("title", "team")),
+    tool("linear", "update_issue", "Update an existing Linear issue",
+         {"id": p("The issue ID"), "title": p("The issue title"), "description": p("The issue description as Markdown"), "assignee": p("The assignee user ID, name or email"), "priority": p("0 = No priority, 1 = Urgent, 2 = High, 3 = Normal, 4 = Low.", "number"), "state": p("The issue state type, name, or ID")}, ("id",)),
+    tool("linear", "list_comments", "List comments for a specific Linear issue", {"issueId": p("The issue ID")}, ("issueId",)),
+    tool("linear", "create_comment", "Create a comment on a specific Linear issue", {"issueId": p("The issue ID"), "body": p("The content of the comment as Markdown"), "parentId": p("A parent comment ID to reply to")}, ("issueId", "body")),
+    tool("linear", "list_teams", "List teams in the user's Linear workspace", {"query": p("An optional search query"), "limit": p("The number of results to return", "number", default=50)}),
+    tool("linear", "get_team", "Retrieve details of a specific Linear team", {"query": p("The UUID, key, or name of the team to retrieve")}, ("query",)),
+    tool("linear", "list_users", "Retrieve users in the Linear workspace", {"query": p("An optional search query")}),
+    tool("linear", "get_user", "Retrieve details of a specific Linear user", {"query": p("The UUID, name, or email of the user to retrieve. Use \"me\" for the authenticated user")}, ("query",)),
+    tool("linear", "list_projects", "List projects in the user's Linear workspace", {"query": p("An optional search query"), "team": p("The team name or ID"), "state": p("The state name or ID"), "member": p("User ID, name, email, or \"me\""), "limit": p("The number of results to return", "number", default=50)}),
+    tool("linear", "get_project", "Retrieve details of a specific project in Linear", {"query": p("The ID or name of the project to retrieve")}, ("query",)),
+    tool("linear", "create_project", "Create a new project in Linear", {"name": p("A descriptive name of the project"), "team": p("The team name or ID"), "summary": p("A concise plaintext summary of the project (max 255 chars)"), "description": p("The full project description in Markdown format"), "lead": p("The user to assign as lead"), "startDate": p("The start date (ISO format)"), "targetDate": p("The target date (ISO format)")}, ("name", "team")),
+    tool("linear", "list_issue_statuses", "List available issue statuses in a Linear team", {"team": p("The team name or ID")}, ("team",)),
+    tool("linear", "list_issue_labels", "List available issue labels in a Linear workspace or team", {"name": p("Filter by label name"), "team": p("The team name or ID")}),
+    tool("linear", "list_cycles", "Retrieve cycles for a specific Linear team", {"teamId": p("The team ID"), "type": p("Retrieve current, previous, next, or all cycles", enum=["current", "previous", "next"])}, ("teamId",)),
+    tool("linear", "list_documents", "List documents in the user's Linear workspace", {"query": p("An optional search query"), "projectId": p("Filter by project ID"), "limit": p("The number of results to return", "number", default=50)}),
+    tool("linear", "get_document", "Retrieve a Linear document by ID or slug", {"id": p("The document ID or slug")}, ("id",)),
+    tool("linear", "search_documentation", "Search Linear's documentation to learn about features and usage", {"query": p("The search query"), "page": p("The page number", "number", default=0)}, ("query",)),
+]
+
+NOTION = [
+    {"name": "notion-search", "description": "Perform a search over your entire Notion workspace and connected sources (Slack, Google Drive, GitHub, Jira...). Returns pages and databases with their URLs.",
+     "inputSchema": {"type": "object", "properties": {"query": p("Semantic search query over your entire Notion workspace and connected sources."), "query_type": p("Search type", enum=["internal", "user"]), "data_source_url": p("Optionally, provide the URL of a Data source to search."), "filters": {"type": "object", "description": "Optionally filter results by created date or creator."}}, "required": ["query"]}},
+    {"name": "notion-fetch", "description": "Retrieves details about a Notion entity (page or database) by URL or ID. Returns the content in Notion-flavored Markdown.",
+     "inputSchema": {"type": "object", "properties": {"id": p("The ID or URL of the Notion page or database to fetch")}, "required": ["id"]}},
+    {"name": "notion-create-pages", "description": "Creates one or more Notion pages with the specified properties and content, under a page, a data source, or at the workspace level.",
+     "inputSchema": {"type": "object", "properties": {"pages": {"type": "array", "items": {"type": "object", "properties": {"properties": {"type": "object"}, "content": STR}}, "description": "The pages to create."}, "parent": {"type": "object", "description": "The parent under which to create the new pages (page_id, database_id or data_source_id)."}}, "required": ["pages"]}},
+    {"name": "notion-update-page", "description": "Update a Notion page's properties or content.",
+     "inputSchema": {"type": "object", "properties": {"data": {"type": "object", "description": "The data required for updating a page: page_id, command (update_properties, replace_content, insert_content_after...) and its arguments."}}, "required": ["data"]}},
+    {"name": "notion-move-pages", "description": "Move one or more Notion pages or databases to a new parent.",
+     "inputSchema": {"type": "object", "properties": {"page_or_database_ids": {"type": "array", "items": STR, "description": "IDs of the pages or databases to move."}, "new_parent": {"type": "object", "description": "The new parent."}}, "required": ["page_or_database_ids", "new_parent"]}},
+    {"name": "notion-duplicate-page", "description": "Duplicate a Notion page. The page must be within the current workspace.",
+     "inputSchema": {"type": "object", "properties": {"page_id": p("The ID of the page to duplicate.")}, "required": ["page_id"]}},
+    {"name": "notion-create-database", "description": "Creates a new Notion database with the specified properties schema.",
+     "inputSchema": {"type": "object", "properties": {"properties": {"type": "object", "description": "The property schema of the new database."}, "parent": {"type": "object", "description": "The parent under which the new database will be created."}, "title": {"type": "array", "items": {"type": "object"}, "description": "The title of the new database, as rich text."}}, "required": ["properties"]}},
+    {"name": "notion-update-database", "description": "Update a Notion database's properties, name, description, or other attributes.",
+     "inputSchema": {"type": "object", "properties": {"database_id": p("The ID of the database to update."), "title": {"type": "array", "items": {"type": "object"}}, "description": {"type": "array", "items": {"type": "object"}}, "properties": {"type": "object", "description": "Updates to make to the database's schema."}}, "required": ["database_id"]}},
+    {"name": "notion-create-comment", "description": "Add a comment to a page.",
+     "inputSchema": {"type": "object", "properties": {"parent": {"type": "object", "description": "The parent of the comment: {page_id}."}, "rich_text": {"type": "array", "items": {"type": "object"}, "description": "The rich text content of the comment."}}, "required": ["parent", "rich_text"]}},
+    {"name": "notion-get-comments", "description": "Get all comments of a page.",
+     "inputSchema": {"type": "object", "properties": {"page_id": p("Identifier for a Notion page.")}, "required": ["page_id"]}},
+    {"name": "notion-get-users", "description": "Retrieves a list of users in the current workspace.",
+     "inputSchema": {"type": "object", "properties": {"query": p("Optional search query to filter users by name or email"), "start_cursor": p("Cursor for pagination."), "page_size": p("Number of users to return per page (default: 100, max: 100)", "number")}}},
+    {"name": "notion-get-self", "description": "Retrieves information about your own bot user and the Notion workspace you're connected to.",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "notion-get-teams", "description": "Retrieves a list of teams (teamspaces) in the current workspace.",
+     "inputSchema": {"type": "object", "properties": {"query": p("Optional search query to filter teams by name")}}},
+]
+
+FILESYSTEM = [
+    tool("filesystem", "read_text_file", "Read the complete contents of a file from the file system as text. Use the 'head' parameter to read only the first N lines of a file, or the 'tail' parameter to read only the last N lines. Only works within allowed directories.",
+         {"path": STR, "tail": p("If provided, returns only the last N lines of the file", "number"), "head": p("If provided, returns only the first N lines of the file", "number")}, ("path",)),
+    tool("filesystem", "read_media_file", "Read an image or audio file. Returns the base64 encoded data and MIME type. Only works within allowed directories.", {"path": STR}, ("path",)),
+    tool("filesystem", "read_multiple_files", "Read the contents of multiple files simultaneously. More efficient than reading files one by one when you need to analyze or compare multiple files. Only works within allowed directories.",
+         {"paths": {"type": "array", "items": STR, "description": "Array of file paths to read."}}, ("paths",)),
+    tool("filesystem", "write_file", "Create a new file or completely overwrite an existing file with new content. Use with caution as it will overwrite existing files without warning. Only works within allowed directories.", {"path": STR, "content": STR}, ("path", "content")),
+    tool("filesystem", "edit_file", "Make line-based edits to a text file. Each edit replaces exact line sequences with new content. Returns a git-style diff showing the changes made. Only works within allowed directories.",
+         {"path": STR, "edits": {"type": "array", "items": {"type": "object", "properties": {"oldText": p("Text to search for - must match exactly"), "newText": p("Text to replace with")}, "required": ["oldText", "newText"]}}, "dryRun": p("Preview changes using git-style diff format", "boolean", default=False)}, ("path", "edits")),
+    tool("filesystem", "create_directory", "Create a new directory or ensure a directory exists. Can create multiple nested directories in one operation. Only works within allowed directories.", {"path": STR}, ("path",)),
+    tool("filesystem", "list_directory", "Get a detailed listing of all files and directories in a specified path. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. Only works within allowed directories.", {"path": STR}, ("path",)),
+    tool("filesystem", "list_directory_with_sizes", "Get a detailed listing of all files and directories in a specified path, including sizes. Only works within allowed directories.", {"path": STR, "sortBy": p("Sort entries by name or size", enum=["name", "size"], default="name")}, ("path",)),
+    tool("filesystem", "directory_tree", "Get a recursive tree view of files and directories as a JSON structure. Only works within allowed directories.", {"path": STR, "excludePatterns": {"type": "array", "items": STR, "default": []}}, ("path",)),
+    tool("filesystem", "move_file", "Move or rename files and directories. If the destination exists, the operation will fail. Both source and destination must be within allowed directories.", {"source": STR, "destination": STR}, ("source", "destination")),
+    tool("filesystem", "search_files", "Recursively search for files and directories matching a pattern. The patterns should be glob-style patterns that match paths relative to the working directory. Only searches within allowed directories.",
+         {"path": STR, "pattern": STR, "excludePatterns": {"type": "array", "items": STR, "default": []}}, ("path", "pattern")),
+    tool("filesystem", "get_file_info", "Retrieve detailed metadata about a file or directory: size, creation time, last modified time, permissions, and type. Only works within allowed directories.", {"path": STR}, ("path",)),
+    tool("filesystem", "list_allowed_directories", "Returns the list of directories that this server is allowed to access. Subdirectories within these allowed directories are also accessible."),
+]
+
+POSTGRES = [tool("postgres", "query", "Run a read-only SQL query", {"sql": STR}, ("sql",))]
+
+ALL = GITHUB + SLACK + SENTRY + LINEAR + NOTION + FILESYSTEM + POSTGRES
