@@ -6,6 +6,7 @@ mod support;
 mod approval;
 mod audit_log;
 mod bench;
+mod bench_live;
 mod builtin_tools;
 mod cli;
 mod cli_mcp;
