@@ -32,6 +32,8 @@ const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
 const GRID: RGBColor = RGBColor(0xDD, 0xDD, 0xDD);
 
 const FONT: &str = "sans-serif";
+/// The size of the scenario names (plotters writes sizes to the SVG divided by 1.24).
+const NAME_SIZE: u32 = 15;
 /// Pixel widths per character assumed when deciding whether names fit (a generous sans-serif
 /// average: the viewer's font is not known here).
 const CHAR_WIDTH: f64 = 0.62;
@@ -91,7 +93,7 @@ impl Layout {
             .collect();
         let slot_px = f64::from(width - 2 * MARGIN - Y_LABEL_AREA) / n.max(1) as f64;
         let longest = names.iter().map(|s| s.chars().count()).max().unwrap_or(0);
-        let name_px = longest as f64 * 13.0 * CHAR_WIDTH;
+        let name_px = longest as f64 * f64::from(NAME_SIZE) / 1.24 * CHAR_WIDTH;
         let rotated = name_px > slot_px - 6.0;
         let x_label_area = if rotated {
             (name_px.ceil() as u32 + 16).max(40)
@@ -247,7 +249,11 @@ fn draw_header(
 }
 
 /// The bars of one slot: each mode the scenario ran in, with its x range.
-fn bars(scenario: &ScenarioReport, slot: usize, layout: &Layout) -> Vec<(f64, f64, &ModeReport)> {
+fn bars<'a>(
+    scenario: &'a ScenarioReport,
+    slot: usize,
+    layout: &Layout,
+) -> Vec<(f64, f64, &'a ModeReport)> {
     let runs: Vec<&ModeReport> = MODES.iter().filter_map(|m| scenario.mode(*m)).collect();
     let bar = GROUP_WIDTH / layout.bars_per_slot as f64;
     let start = slot as f64 + 0.5 - bar * runs.len() as f64 / 2.0;
@@ -329,7 +335,7 @@ fn draw_tokens(
             area.draw(&Text::new(
                 format!("{:+.0}%", change * 100.0),
                 (x, y - 4),
-                text(14, &CODE, HPos::Center, VPos::Bottom),
+                text(16, &CODE, HPos::Center, VPos::Bottom),
             ))?;
         }
     }
@@ -389,7 +395,7 @@ fn draw_turns(
             area.draw(&Text::new(
                 run.turns.to_string(),
                 (x, y - 3),
-                text(13, &GREY, HPos::Center, VPos::Bottom),
+                text(15, &GREY, HPos::Center, VPos::Bottom),
             ))?;
         }
     }
@@ -436,16 +442,16 @@ fn draw_slots(
             &BLACK
         };
         let style = if layout.rotated {
-            text(13, colour, HPos::Right, VPos::Center).transform(FontTransform::Rotate270)
+            text(NAME_SIZE, colour, HPos::Right, VPos::Center).transform(FontTransform::Rotate270)
         } else {
-            text(13, colour, HPos::Center, VPos::Top)
+            text(NAME_SIZE, colour, HPos::Center, VPos::Top)
         };
         area.draw(&Text::new(name.clone(), (centre, bottom + 8), style))?;
         if scenario.error.is_some() {
             area.draw(&Text::new(
                 "did not run",
                 (centre, (top + bottom) / 2),
-                text(13, &GREY, HPos::Center, VPos::Center).transform(FontTransform::Rotate270),
+                text(15, &GREY, HPos::Center, VPos::Center).transform(FontTransform::Rotate270),
             ))?;
         }
     }
@@ -594,22 +600,45 @@ mod tests {
         assert!(svg.contains("did not run"));
     }
 
+    /// The opening tag of the `<text>` element that writes `content`.
+    fn name_element<'a>(svg: &'a str, content: &str) -> &'a str {
+        let at = svg.find(&format!(">\n{content}\n<")).expect("name written");
+        &svg[svg[..at].rfind("<text").unwrap()..at]
+    }
+
     #[test]
     fn long_names_are_cut_and_written_vertically() {
         let long = "a-scenario-with-a-name-much-longer-than-any-slot";
-        let report = BenchReport::new(
-            "replay",
-            "o200k_base",
-            vec![scenario(
-                long,
-                vec![run(Mode::Direct, 1, 0, true), run(Mode::Code, 1, 0, true)],
-                None,
-            )],
-        );
+        // Twenty scenarios, the most a bench is meant to chart.
+        let mut scenarios: Vec<ScenarioReport> = (0..19)
+            .map(|i| {
+                scenario(
+                    &format!("scenario-number-{i}"),
+                    vec![
+                        run(Mode::Direct, 2 + i, 500 + 10_000 * i, true),
+                        run(Mode::Code, 1 + i / 4, 400 + 900 * i, true),
+                    ],
+                    None,
+                )
+            })
+            .collect();
+        scenarios.push(scenario(
+            long,
+            vec![run(Mode::Direct, 1, 0, true), run(Mode::Code, 1, 0, true)],
+            None,
+        ));
+        let report = BenchReport::new("live", "o200k_base", scenarios);
         let svg = chart_svg(&report).unwrap();
-        assert!(svg.contains(&short_name(long)));
+        if let Ok(path) = std::env::var("CODEMODE_CHART_SAMPLE_MANY") {
+            std::fs::write(path, &svg).unwrap();
+        }
+        let shown = short_name(long);
         assert!(!svg.contains(long));
-        assert!(svg.contains("rotate(270"));
+        assert!(shown.ends_with('…') && shown.chars().count() == MAX_NAME_CHARS);
+        assert!(name_element(&svg, &shown).contains("rotate(270"));
+        // A short name in a wide slot is written across.
+        let svg = chart_svg(&sample()).unwrap();
+        assert!(!name_element(&svg, "single-lookup").contains("rotate("));
     }
 
     #[test]
