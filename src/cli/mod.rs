@@ -65,6 +65,9 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    // One TLS crypto provider for every HTTP client of the process (reqwest is built without
+    // one of its own: `--otlp-endpoint`, `bench --live`).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let telemetry = match telemetry::install(cli.log_level.as_deref(), cli.otlp_endpoint.as_deref())
     {
         Ok(telemetry) => telemetry,
