@@ -538,3 +538,36 @@ fn the_shipped_suite_is_correct_saves_60_percent_and_replays_identically() {
     let again: BenchReport = serde_json::from_str(&again).unwrap();
     assert_eq!(stable_numbers(&report), stable_numbers(&again));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_mcp_server_serves_a_scenario_in_every_mode() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fault_server.py");
+    let scenario = json!({
+        "name": "upstream-echo",
+        "task": "Echo two things.",
+        "tools": [{"upstream": {"namespace": "faults", "command": "python3", "args": [server]}}],
+        "program": [
+            "const [a, b] = await Promise.all([tools.faults.echo({n: 1}), tools.faults.echo({n: 2})]);",
+            "const ok = await tools.faults.ok({});",
+            "return [a.n, b.n, ok.ok];"
+        ],
+        "expected": [1, 2, true],
+        "direct_turns": null
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario_file(dir.path(), "upstream", &scenario);
+    let report = replay(
+        &Scenario::load(&path).unwrap(),
+        sandbox(),
+        &LatencyModel::default(),
+    )
+    .await;
+    assert_eq!(report.error, None);
+    let direct = report.mode(Mode::Direct).unwrap();
+    assert!(direct.correct, "{:?}", direct.problems);
+    // Two echoes together, then `ok`; the direct model calls them as `faults__echo`.
+    assert_eq!((direct.turns, direct.tool_calls), (3, 3));
+    let code = report.mode(Mode::Code).unwrap();
+    assert!(code.correct, "{:?}", code.problems);
+    assert_eq!(code.tool_calls, 3);
+}
