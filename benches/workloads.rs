@@ -1,0 +1,144 @@
+//! The four workloads of issue 14, exactly as defined there, each through the public API and
+//! the full pipeline (`Harness`: `run_code` in the outer pipeline, every nested call in the inner
+//! one), each timed on a warm pool:
+//!
+//! - `w1_return_1_plus_1`: a fresh sandbox run of `return 1 + 1`;
+//! - `w2_echo_x1000`: 1,000 sequential awaited calls of an echo tool;
+//! - `w3_parallel_100_sleep10`: 100 calls of a 10 ms tool under `Promise.all`;
+//! - `w4_top5_of_10000_records`: a tool returns 10,000 `{id, name, score}` records
+//!   (`score = (id * 7919) % 10007`), the program sorts them and returns the top 5.
+//!
+//! After the group, the process's peak RSS (`VmHWM`) is printed: the memory of running W1-W4.
+
+use std::time::{Duration, Instant};
+
+use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::{Harness, ToolDefinition, ToolRegistry};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+const W1: &str = "return 1 + 1";
+const W2: &str = "let n = 0; for (let i = 0; i < 1000; i++) { const r = await tools.echo({ x: i }); if (r === i) n++ } return n";
+const W3: &str = "const r = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.sleep10({ x: i }))); return r.length";
+const W4: &str = "const rs = await tools.get_records({}); return rs.sort((a, b) => b.score - a.score).slice(0, 5)";
+
+fn records() -> Value {
+    Value::Array(
+        (0..10_000u64)
+            .map(|id| json!({"id": id, "name": format!("record {id}"), "score": (id * 7919) % 10007}))
+            .collect(),
+    )
+}
+
+fn registry() -> ToolRegistry {
+    let object = json!({"type": "object"});
+    let tools = [
+        ToolDefinition::builder("echo")
+            .description("returns its `x`")
+            .parameters(object.clone())
+            .parallel_safe()
+            .execute(|args: Value, _exec| async move { Ok(args["x"].clone()) }),
+        ToolDefinition::builder("sleep10")
+            .description("sleeps 10 ms, returns its `x`")
+            .parameters(object.clone())
+            .parallel_safe()
+            .execute(|args: Value, _exec| async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Ok(args["x"].clone())
+            }),
+        ToolDefinition::builder("get_records")
+            .description("10,000 records {id, name, score}")
+            .parameters(object)
+            .parallel_safe()
+            .execute(|_args: Value, _exec| async move { Ok(records()) }),
+    ];
+    let mut registry = ToolRegistry::new();
+    for tool in tools {
+        registry.register(tool.build().unwrap()).unwrap();
+    }
+    registry
+}
+
+/// Times `iters` runs of `program`, each started once the pool holds a warm isolate.
+fn warm_runs(
+    iters: u64,
+    host: &tokio::runtime::Runtime,
+    harness: &Harness,
+    sandbox: &Sandbox,
+    program: &str,
+    expected: &Value,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        while sandbox.warm_workers() < 1 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let started = Instant::now();
+        let outcome = host.block_on(harness.run(program)).unwrap();
+        total += started.elapsed();
+        assert!(outcome.is_ok(), "{}", outcome.to_json());
+        assert_eq!(outcome.value_json().as_ref(), Some(expected));
+    }
+    total
+}
+
+/// Peak resident memory of this process, from `/proc/self/status`.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("workloads");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(6));
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // W3 needs its 100 calls in flight at once (the default allows 64).
+    let limits = Limits {
+        in_flight_calls: 128,
+        ..Limits::default()
+    };
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        limits: limits.clone(),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let harness = Harness::builder()
+        .limits(limits)
+        .sandbox(sandbox.clone())
+        .inner(|pipeline| pipeline.pool_size(128))
+        .build(registry())
+        .unwrap();
+
+    let top5: Value = {
+        let mut all: Vec<Value> = records().as_array().unwrap().clone();
+        all.sort_by_key(|r| std::cmp::Reverse(r["score"].as_u64().unwrap()));
+        Value::Array(all.into_iter().take(5).collect())
+    };
+    let cases = [
+        ("w1_return_1_plus_1", W1, json!(2)),
+        ("w2_echo_x1000", W2, json!(1000)),
+        ("w3_parallel_100_sleep10", W3, json!(100)),
+        ("w4_top5_of_10000_records", W4, top5),
+    ];
+    for (name, program, expected) in &cases {
+        group.bench_function(*name, |b| {
+            b.iter_custom(|iters| warm_runs(iters, &host, &harness, &sandbox, program, expected))
+        });
+    }
+    group.finish();
+    if let Some(mb) = peak_rss_mb() {
+        println!("workloads: peak RSS of the process running W1-W4: {mb:.1} MB");
+    }
+}
+
+criterion_group!(workloads, benches);
+criterion_main!(workloads);
