@@ -16,9 +16,9 @@ use super::record::{RecordedCall, Recorder, waves};
 use super::report::{Mode, ModeReport, ScenarioReport};
 use super::scenario::{PlannedCall, Scenario};
 use super::tokens::Conversation;
-use super::tools::{Function, ScenarioTools};
+use super::tools::{Function, ScenarioTools, run_code_function};
 use crate::call::{CallStatus, TrackWaves};
-use crate::harness::{Discovery, Harness, run_outcome};
+use crate::harness::run_outcome;
 use crate::pipeline::CallRequest;
 use crate::sandbox::Sandbox;
 
@@ -75,22 +75,10 @@ async fn code_mode(
     let tools = ScenarioTools::start(scenario).await?;
     let recorder = Recorder::default();
     let observed = recorder.clone();
-    let customize = tools.customize();
-    let harness = Harness::builder()
-        .sandbox(sandbox.clone())
-        .discovery(if mode == Mode::Discovery {
-            Discovery::On
-        } else {
-            Discovery::Off
-        })
-        .inner(move |pipeline| customize(pipeline).observer(observed.clone()))
-        .build(tools.registry.clone())
-        .map_err(|e| e.to_string())?;
-    let definitions = json!([function_json(
-        harness.run_code().name(),
-        harness.run_code().description(),
-        harness.run_code().parameters()
-    )]);
+    let harness = tools.harness(sandbox, mode, move |pipeline| {
+        pipeline.observer(observed.clone())
+    })?;
+    let definitions = json!([run_code_function(&harness)]);
     let mut conversation = Conversation::new(&definitions.to_string(), &scenario.task);
 
     // Waves date each call for the direct plan.
@@ -285,10 +273,6 @@ fn plan<'a>(
                 .collect()
         })
         .collect())
-}
-
-fn function_json(name: &str, description: &str, parameters: &Value) -> Value {
-    json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
 }
 
 fn describe(result: &Result<Value, String>) -> String {

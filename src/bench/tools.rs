@@ -6,10 +6,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::report::Mode;
 use super::scenario::{Fixture, Scenario, ToolEntry};
 use crate::builtins::BuiltinTools;
+use crate::harness::{Discovery, Harness};
 use crate::mcp::{DEFAULT_STARTUP_TIMEOUT, Upstream, UpstreamSpec};
 use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::sandbox::Sandbox;
 use crate::schema::import_tools;
 use crate::tool::{ToolDefinition, ToolInfo, ToolRegistry};
 use crate::{ToolFailure, harness::visible_tools};
@@ -107,6 +110,28 @@ impl ScenarioTools {
         }
     }
 
+    /// The Code Mode assembly over the tools, on `sandbox`: the whole SDK in the `run_code`
+    /// description, or the discovery tools in `Mode::Discovery`. `observe` adds to the inner
+    /// pipeline (an observer of the nested calls).
+    pub(crate) fn harness(
+        &self,
+        sandbox: &Sandbox,
+        mode: Mode,
+        observe: impl Fn(PipelineBuilder) -> PipelineBuilder + Send + Sync + 'static,
+    ) -> Result<Harness, String> {
+        let customize = self.customize();
+        Harness::builder()
+            .sandbox(sandbox.clone())
+            .discovery(if mode == Mode::Discovery {
+                Discovery::On
+            } else {
+                Discovery::Off
+            })
+            .inner(move |pipeline| observe(customize(pipeline)))
+            .build(self.registry.clone())
+            .map_err(|e| e.to_string())
+    }
+
     /// The pipeline of direct calls: every tool, every stage.
     pub(crate) fn direct_pipeline(&self) -> Pipeline {
         (self.customize())(Pipeline::builder(self.registry.clone())).build()
@@ -151,6 +176,16 @@ impl Function {
             path: info.path.clone(),
         }
     }
+}
+
+/// `run_code` as a chat API carries it to the model in code mode.
+pub(crate) fn run_code_function(harness: &Harness) -> Value {
+    let run_code = harness.run_code();
+    json!({"type": "function", "function": {
+        "name": run_code.name(),
+        "description": run_code.description(),
+        "parameters": run_code.parameters(),
+    }})
 }
 
 /// `name` as a chat API accepts it: `[A-Za-z0-9_-]`, at most 64 characters.

@@ -9,8 +9,8 @@ use super::chat::{Chat, Reply, ToolCall};
 use crate::bench::report::{LiveDetails, LiveProgram, Mode, ModeReport};
 use crate::bench::scenario::Scenario;
 use crate::bench::tokens::{self, TurnTokens};
-use crate::bench::tools::{Function, ScenarioTools};
-use crate::harness::{Discovery, Harness, run_outcome};
+use crate::bench::tools::{Function, ScenarioTools, run_code_function};
+use crate::harness::{Harness, run_outcome};
 use crate::pipeline::{CallRequest, Pipeline};
 use crate::sandbox::Sandbox;
 
@@ -53,17 +53,7 @@ impl Executor {
                 functions: tools.functions(),
             });
         }
-        let customize = tools.customize();
-        let harness = Harness::builder()
-            .sandbox(sandbox.clone())
-            .discovery(if mode == Mode::Discovery {
-                Discovery::On
-            } else {
-                Discovery::Off
-            })
-            .inner(customize)
-            .build(tools.registry.clone())
-            .map_err(|e| e.to_string())?;
+        let harness = tools.harness(sandbox, mode, |pipeline| pipeline)?;
         Ok(Executor::Code { harness })
     }
 
@@ -73,14 +63,7 @@ impl Executor {
             Executor::Direct { functions, .. } => {
                 Value::Array(functions.iter().map(|f| f.definition.clone()).collect())
             }
-            Executor::Code { harness } => {
-                let run_code = harness.run_code();
-                json!([{"type": "function", "function": {
-                    "name": run_code.name(),
-                    "description": run_code.description(),
-                    "parameters": run_code.parameters(),
-                }}])
-            }
+            Executor::Code { harness } => json!([run_code_function(harness)]),
         }
     }
 
