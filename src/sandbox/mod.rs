@@ -28,6 +28,7 @@ mod host;
 mod no_imports;
 mod ops;
 mod outcome;
+mod plan;
 mod pool;
 mod process;
 mod report;
@@ -53,6 +54,7 @@ pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 pub use outcome::{
     LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
+pub use plan::{DynamicAccess, DynamicKind, PlannedCall, ProgramPlan, plan};
 pub use process::{
     Isolation, ProcessConfig, WORKER_ARG, WorkerReport, probe_worker, serve_worker,
     serve_worker_if_requested,

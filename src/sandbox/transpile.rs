@@ -78,11 +78,19 @@ const STACK_BASE: usize = 256 * 1024;
 /// The first syntax or transform error, with the model's line and column; a program nested
 /// deeper than 1000 levels of the syntax tree.
 pub fn transpile(source: &str) -> Result<Transpiled, SyntaxError> {
+    guarded(source, || transpile_unguarded(source))
+}
+
+/// Runs `front_end` over `source` on a stack sized for it, a panic turned into an error.
+pub(crate) fn guarded<T>(
+    source: &str,
+    front_end: impl FnOnce() -> Result<T, SyntaxError>,
+) -> Result<T, SyntaxError> {
     let needed = STACK_BASE + source.len().saturating_mul(STACK_PER_SOURCE_BYTE);
     stacker::maybe_grow(needed, needed, || {
         // The front end is third-party code fed hostile input: a panic in it must not take the
         // host down, so it becomes an error the model can read.
-        std::panic::catch_unwind(|| transpile_unguarded(source)).unwrap_or_else(|_| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(front_end)).unwrap_or_else(|_| {
             Err(SyntaxError {
                 message: "the TypeScript front end could not process this program; simplify the construct it stopped at".to_string(),
                 line: 1,
@@ -129,26 +137,35 @@ fn too_deep(source: &str, depth: &Depth, offset: u32) -> SyntaxError {
     }
 }
 
-fn transpile_unguarded(source: &str) -> Result<Transpiled, SyntaxError> {
-    let allocator = Allocator::default();
+/// The program parsed as the body of an async function (TypeScript, module, `return` allowed),
+/// refused when the parser objects or when it nests deeper than [`MAX_NESTING`].
+pub(crate) fn parse<'a>(
+    allocator: &'a Allocator,
+    source: &'a str,
+) -> Result<oxc::ast::ast::Program<'a>, SyntaxError> {
     let source_type = SourceType::ts().with_module(true);
     let options = ParseOptions {
         allow_return_outside_function: true,
         ..ParseOptions::default()
     };
-    let parsed = Parser::new(&allocator, source, source_type)
+    let parsed = Parser::new(allocator, source, source_type)
         .with_options(options)
         .parse();
     if let Some(diagnostic) = first_error(&parsed.diagnostics) {
         return Err(diagnostic_error(source, diagnostic));
     }
-    let mut program = parsed.program;
-
+    let program = parsed.program;
     let mut depth = Depth::default();
     depth.visit_program(&program);
     if let Some(offset) = depth.past_limit_at {
         return Err(too_deep(source, &depth, offset));
     }
+    Ok(program)
+}
+
+fn transpile_unguarded(source: &str) -> Result<Transpiled, SyntaxError> {
+    let allocator = Allocator::default();
+    let mut program = parse(&allocator, source)?;
 
     let semantic = SemanticBuilder::new()
         .with_excess_capacity(2.0)
@@ -258,7 +275,7 @@ fn diagnostic_error(source: &str, diagnostic: &oxc::diagnostics::OxcDiagnostic) 
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_column(source: &str, offset: u32) -> (u32, u32) {
+pub(crate) fn line_column(source: &str, offset: u32) -> (u32, u32) {
     let offset = (offset as usize).min(source.len());
     let before = &source[..floor_char_boundary(source, offset)];
     let line = before.matches('\n').count() as u32 + 1;
