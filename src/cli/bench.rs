@@ -61,6 +61,10 @@ pub struct BenchArgs {
     /// Model turns before a live loop is cut off.
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u64).range(1..=200))]
     max_turns: u64,
+    /// The modes of a live run, comma-separated: `direct`, `code`, `discovery` (`run_code` with
+    /// `catalog.search` / `catalog.describe` instead of the SDK).
+    #[arg(long, value_name = "MODES", value_delimiter = ',', default_values = ["direct", "code"], requires = "live")]
+    modes: Vec<ModeFlag>,
     /// Timeout of one model request, in seconds (live).
     #[arg(long, value_name = "S", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     request_timeout_s: u64,
@@ -178,8 +182,33 @@ fn live_options(args: &BenchArgs) -> Result<Option<LiveOptions>, String> {
         repeat: args.repeat as usize,
         max_turns: args.max_turns as usize,
         request_timeout: Duration::from_secs(args.request_timeout_s),
-        modes: vec![Mode::Direct, Mode::Code],
+        modes: {
+            let mut modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
+            modes.dedup();
+            modes
+        },
     }))
+}
+
+/// `--modes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ModeFlag {
+    /// Every tool as a function.
+    Direct,
+    /// `run_code` with the whole SDK.
+    Code,
+    /// `run_code` with the discovery tools.
+    Discovery,
+}
+
+impl ModeFlag {
+    fn mode(self) -> Mode {
+        match self {
+            ModeFlag::Direct => Mode::Direct,
+            ModeFlag::Code => Mode::Code,
+            ModeFlag::Discovery => Mode::Discovery,
+        }
+    }
 }
 
 fn progress_bar(len: u64) -> ProgressBar {

@@ -748,3 +748,38 @@ fn the_cli_runs_live_and_prints_the_report() {
     assert_eq!(modes[1]["live"]["programs"][0]["status"], "ok");
     assert_eq!(server.received().len(), 4);
 }
+
+#[test]
+fn the_cli_runs_the_modes_it_is_given_discovery_included() {
+    let server = Scripted::start(vec![
+        run_code(
+            "r1",
+            "const found = await tools.catalog.search({query: 'weather'});\nconst p = await tools.get_weather({city: 'Paris'});\nconst o = await tools.get_weather({city: 'Oslo'});\nreturn {found: found.tools.length, paris: p.temp, oslo: o.temp};",
+            (70, 7),
+        ),
+        answer(RIGHT, (80, 8)),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .arg("bench")
+        .arg(&file)
+        .args(["--live", "--endpoint", &server.endpoint()])
+        .args(["--model", "scripted", "--modes", "discovery", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes = report["scenarios"][0]["modes"].as_array().unwrap();
+    assert_eq!(modes.len(), 1);
+    assert_eq!(modes[0]["mode"], "discovery");
+    assert_eq!(modes[0]["correct"], true, "{:#}", modes[0]);
+    // The model was offered `run_code` whose description shows the discovery tools.
+    let request = &server.received()[0];
+    let description = request.body["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(description.contains("catalog.search"), "{description}");
+    assert_eq!(modes[0]["live"]["programs"][0]["status"], "ok");
+}
