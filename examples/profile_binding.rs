@@ -16,6 +16,11 @@
 //! - `pending`: `await tools.yield_once({})`, a tool that is not ready on its first poll, so
 //!   each call takes deno_core's pending-op path and one event-loop turn;
 //! - `parallel`: `Promise.all` over batches of 100 `tools.yield_once({})` (CALLS counts calls).
+//!
+//! Issue 14's W4, split (CALLS counts repetitions; each moves 10,000 `{id, name, score}`):
+//! - `records`: `await tools.records({})`, sorted by score, top 5 (the whole workload);
+//! - `records_fetch`: the call alone (serialization, hand-over, building the objects);
+//! - `records_js`: the same records built in JavaScript, then sorted (the engine's floor).
 
 use std::time::{Duration, Instant};
 
@@ -56,8 +61,19 @@ fn main() {
             "for (let k = 0; k < {}; k++) await Promise.all(Array.from({{ length: 100 }}, () => tools.yield_once({{}}))); return 1;",
             calls / 100
         )),
+        "records" => program(&format!(
+            "let top; for (let i = 0; i < {calls}; i++) {{ const rs = await tools.records({{}}); top = rs.sort((a, b) => b.score - a.score).slice(0, 5) }} return top.length;"
+        )),
+        "records_fetch" => program(&format!(
+            "let n = 0; for (let i = 0; i < {calls}; i++) {{ const rs = await tools.records({{}}); n += rs.length }} return n;"
+        )),
+        "records_js" => program(&format!(
+            "let top; for (let i = 0; i < {calls}; i++) {{ const rs = []; for (let id = 0; id < 10000; id++) rs.push({{ id, name: 'record ' + id, score: (id * 7919) % 10007 }}); top = rs.sort((a, b) => b.score - a.score).slice(0, 5) }} return top.length;"
+        )),
         other => {
-            eprintln!("unknown shape `{other}`: floor, glue, direct, binding, pending or parallel");
+            eprintln!(
+                "unknown shape `{other}`: floor, glue, direct, binding, pending, parallel, records, records_fetch or records_js"
+            );
             std::process::exit(2);
         }
     };
@@ -107,9 +123,28 @@ fn direct(calls: u64) -> Duration {
     started.elapsed()
 }
 
-/// `noop` answers at once; `yield_once` yields to the runtime first.
+/// `noop` answers at once; `yield_once` yields to the runtime first; `records` answers W4's
+/// 10,000 records.
 fn tools() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
+    let records: serde_json::Value = (0..10_000u64)
+        .map(|id| json!({"id": id, "name": format!("record {id}"), "score": (id * 7919) % 10007}))
+        .collect();
+    let records = std::sync::Arc::new(records);
+    registry
+        .register(
+            ToolDefinition::builder("records")
+                .description("10,000 records")
+                .parameters(json!({"type": "object"}))
+                .execute(move |_args, _exec| {
+                    let records = std::sync::Arc::clone(&records);
+                    async move { Ok(serde_json::Value::clone(&records)) }
+                })
+                .parallel_safe()
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
     for (name, yields) in [("noop", false), ("yield_once", true)] {
         let tool = ToolDefinition::builder(name)
             .description("answers null")
