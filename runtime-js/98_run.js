@@ -35,6 +35,10 @@
   });
 
   let finished = false;
+  // The run ended `ok`. An unhandled rejection reported in the same turn of the event loop
+  // (the loop dispatches rejections after the timers and microtasks that let the program
+  // return) still fails it: the host reads the outcome only once the turn is over.
+  let succeeded = false;
   // Set per run by the entry. Counted in UTF-16 units, a lower bound of the UTF-8 size, so this
   // early stop never rejects a value that fits; the host checks the exact size.
   let returnLimit = 0;
@@ -105,10 +109,11 @@
   // error quotes the program's own messages): capped here too, with room for the markers the
   // caps add, so text capped once is not cut again.
   const RECORD_SLACK = 256;
-  function finishWith(status, record, valueText) {
+  function finishWith(status, record, valueText, replacing = false) {
     toolGate.closed = true;
     if (finished) return;
     finished = true;
+    succeeded = status === "ok";
     let report;
     try {
       if (record !== null) {
@@ -122,24 +127,35 @@
       valueText = undefined;
     }
     try {
-      op_codemode_finish(report, valueText === undefined ? "" : valueText, valueText !== undefined);
+      op_codemode_finish(report, valueText === undefined ? "" : valueText, valueText !== undefined, replacing);
     } catch {
       // E.g. the value text could not be handed over: the run still ends, with the fixed report.
-      op_codemode_finish(FALLBACK_REPORT, "", false);
+      op_codemode_finish(FALLBACK_REPORT, "", false, replacing);
     }
   }
+
+  const recordOf = (thrown) => {
+    try {
+      return describe(thrown);
+    } catch {
+      return { __proto__: null, name: "Error", message: "Uncaught exception", stack: "" };
+    }
+  };
 
   internal.fail = (thrown) => {
     // Before the thrown value is looked at (its getters may call tools).
     toolGate.closed = true;
     if (finished) return;
-    let record;
-    try {
-      record = describe(thrown);
-    } catch {
-      record = { __proto__: null, name: "Error", message: "Uncaught exception", stack: "" };
-    }
-    finishWith("error", record, undefined);
+    finishWith("error", recordOf(thrown), undefined);
+  };
+
+  // The unhandled-rejection handler: fails the run, even one that returned in this turn.
+  internal.failUnhandled = (reason) => {
+    toolGate.closed = true;
+    if (finished && !succeeded) return;
+    const replacing = finished;
+    finished = false;
+    finishWith("error", recordOf(reason), undefined, replacing);
   };
 
   // Run-ending limits detected in JS (e.g. the tool-call cap) end the run here.

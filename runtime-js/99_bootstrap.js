@@ -52,7 +52,7 @@
   // Unhandled rejections fail the run with their reason (like Node and Deno by
   // default), through the same guarded path as every other failure.
   internal.core.setUnhandledPromiseRejectionHandler((_promise, reason) => {
-    internal.fail(reason);
+    internal.failUnhandled(reason);
     return true;
   });
 

@@ -47,9 +47,17 @@ pub(crate) fn op_codemode_finish(
     #[string] report: String,
     #[string] value: String,
     has_value: bool,
+    replacing: bool,
 ) {
     let run = state.borrow_mut::<RunState>();
-    if run.finish.is_none() {
+    // Written once, but for one case: an unhandled rejection dispatched in the turn in which
+    // the program returned replaces the glue's own `ok` (never a report of the host's).
+    let replaceable = match &run.finish {
+        None => true,
+        Some(FinishReport::Js { .. }) => replacing,
+        Some(FinishReport::Host { .. }) => false,
+    };
+    if replaceable {
         run.finish = Some(FinishReport::Js {
             report_json: report,
             value_json: has_value.then_some(value),

@@ -205,6 +205,16 @@ async fn unhandled_rejection_fails_the_run() {
 }
 
 #[tokio::test]
+async fn an_unhandled_rejection_fails_the_run_even_when_the_program_ends_in_the_same_turn() {
+    // The busy wait lets the 1 ms timer expire before the loop's timer phase: the timer fires,
+    // the program returns and only then are rejections dispatched, all in one turn of the
+    // loop (under load this happened by chance, and the run ended `ok`).
+    let outcome = run("Promise.reject(new Error('lost')); const p = new Promise((r) => setTimeout(r, 1)); const t = Date.now(); while (Date.now() - t < 5) {} await p; return 'finished';").await;
+    assert_eq!(error_of(&outcome), ("Error".into(), "lost".into()));
+    assert_eq!(outcome.value_json(), None);
+}
+
+#[tokio::test]
 async fn a_throw_in_a_timer_fails_the_run() {
     let outcome = run("setTimeout(() => { throw new RangeError('in timer'); }, 1); await new Promise((r) => setTimeout(r, 50));").await;
     assert_eq!(error_of(&outcome), ("RangeError".into(), "in timer".into()));
