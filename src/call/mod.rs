@@ -7,6 +7,7 @@
 //! - what a tool body may fail with ([`ToolFailure`]);
 //! - typed per-call data ([`Extensions`], [`RunId`]) and typed values ([`Typed`]);
 //! - the limits of a run and of each call ([`Limits`], [`CallLimits`]);
+//! - the static plan of a program ([`ProgramPlan`]) and its approval ([`ApprovedPlan`]);
 //! - ids and timestamps.
 
 mod caller;
@@ -16,6 +17,7 @@ mod extensions;
 pub(crate) mod ids;
 mod issue;
 mod limits;
+mod plan;
 mod typed;
 
 pub use caller::{CallStatus, Caller, ContextEntry};
@@ -24,5 +26,6 @@ pub use error::{CallError, DeniedBy, ErrorKind, HookError, LimitKind, ToolFailur
 pub use extensions::{CallWave, Extensions, RunId, TrackWaves};
 pub use issue::ArgIssue;
 pub use limits::{CANCEL_GRACE, CallLimits, Limits, MIB};
+pub use plan::{ApprovedPlan, DynamicAccess, DynamicKind, PlannedCall, ProgramPlan};
 pub use typed::Typed;
 pub(crate) use typed::TypedSlot;

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::wiring::{self, IsolationFlag, Logs, run_limits};
+use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::harness::CATALOG_NAMESPACE;
 use codemode::harness::{AUTO_DISCOVERY_BYTES, Discovery};
@@ -73,6 +73,12 @@ pub struct McpArgs {
     /// Heap limit of each run's isolate, in MiB [default: the policy's limits.heap_mb, else 256].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(8..=16384))]
     heap_mb: Option<u64>,
+    /// Put each program whose planned calls include one the policy asks about to the approver
+    /// once, before it runs, with its source and plan; an approval answers the asks of the
+    /// planned tools (calls the plan cannot see still ask; denials stay) [default: the
+    /// policy's program_approval, else off].
+    #[arg(long, value_enum, value_name = "MODE")]
+    program_approval: Option<ProgramApprovalFlag>,
     /// Append the durable `tool/result` events (each run_code call with its outcome, and direct
     /// calls) to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
@@ -121,7 +127,7 @@ pub fn mcp(args: McpArgs) -> i32 {
         let parts = CatalogParts {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
-            harness: wiring::harness(&sources, limits, logs)
+            harness: wiring::harness(&sources, limits, logs, args.program_approval)
                 .workers(workers)
                 .isolation(args.isolation.isolation(waiting_workers))
                 .discovery(args.discovery.into()),

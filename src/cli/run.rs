@@ -15,7 +15,7 @@ use super::output;
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::wiring::{self, IsolationFlag, Logs, run_limits};
+use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::pipeline::Approver;
 use codemode::policy::TerminalApprover;
@@ -47,6 +47,12 @@ pub struct RunArgs {
     /// Heap limit of the isolate, in MiB [default: the policy's limits.heap_mb, else 256].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(8..=16384))]
     heap_mb: Option<u64>,
+    /// Put each program whose planned calls include one the policy asks about to the approver
+    /// once, before it runs, with its source and plan; an approval answers the asks of the
+    /// planned tools (calls the plan cannot see still ask; denials stay) [default: the
+    /// policy's program_approval, else off].
+    #[arg(long, value_enum, value_name = "MODE")]
+    program_approval: Option<ProgramApprovalFlag>,
     #[command(flatten)]
     sources: SourceArgs,
     /// Append the durable `tool/result` event of the run (the `run_code` call, with its outcome)
@@ -110,7 +116,7 @@ pub fn run(args: RunArgs) -> i32 {
         let screen = approver.screen_lock();
         let progress = ProgressSink::default();
         let observed = progress.clone();
-        let harness = wiring::harness(&sources, limits, logs)
+        let harness = wiring::harness(&sources, limits, logs, args.program_approval)
             .workers(1)
             // One run: no other run could wait behind it.
             .isolation(args.isolation.isolation(0))

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::sources::Sources;
 use codemode::harness::{Harness, HarnessBuilder};
-use codemode::pipeline::{AuditLog, EventSink, SessionLog, SessionLogOptions};
+use codemode::pipeline::{AuditLog, EventSink, ProgramApproval, SessionLog, SessionLogOptions};
 use codemode::policy::PolicyLimits;
 use codemode::sandbox::{Isolation, Limits, MIB, ProcessConfig};
 
@@ -110,10 +110,30 @@ impl IsolationFlag {
     }
 }
 
+/// `--program-approval`: whether a program is put to the approver once, before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgramApprovalFlag {
+    /// Show the program and its planned calls once; an approval covers the planned tools' asks.
+    Ask,
+    /// Ask about each call when it is made.
+    Off,
+}
+
 /// The Code Mode assembly over `sources`: the policy hook, the built-ins' path guard and the
 /// audit log on the inner pipeline; the session log on both (it keeps only durable events: the
-/// `run_code` calls and direct calls, never nested ones). The caller adds its approver.
-pub fn harness(sources: &Sources, limits: Limits, logs: Logs) -> HarnessBuilder {
+/// `run_code` calls and direct calls, never nested ones); program approval from the flag, else
+/// the policy's `program_approval`. The caller adds its approver.
+pub fn harness(
+    sources: &Sources,
+    limits: Limits,
+    logs: Logs,
+    program_approval: Option<ProgramApprovalFlag>,
+) -> HarnessBuilder {
+    let program_approval = match program_approval {
+        Some(ProgramApprovalFlag::Ask) => ProgramApproval::Ask,
+        Some(ProgramApprovalFlag::Off) => ProgramApproval::Off,
+        None => sources.policy.program_approval(),
+    };
     let policy = sources.policy.clone();
     let builtins = sources.builtins().cloned();
     let session = logs.session.map(|(_, log)| log);
@@ -121,6 +141,7 @@ pub fn harness(sources: &Sources, limits: Limits, logs: Logs) -> HarnessBuilder 
     let outer_session = session.clone();
     Harness::builder()
         .limits(limits)
+        .program_approval(program_approval)
         .inner(move |mut pipeline| {
             pipeline = pipeline.pre_hook(policy.pre_hook());
             if let Some(builtins) = &builtins {

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::admission::{self, Admission, Candidate};
 use super::pipeline_host::{PipelineHost, RunSpan};
 use super::visible_tools;
 use crate::call::{Extensions, Limits, RunId};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, ProgramApproval};
 use crate::sandbox::{RunOptions, RunOutcome, Sandbox};
 
 /// Runs programs against the visible tools of the pipeline it was built over. Cheap to clone.
@@ -40,11 +41,25 @@ struct Inner {
     stop: CancellationToken,
     /// Runs whose id the caller chose (a [`RunId`] extension), for [`CodeMode::stop_run`].
     by_id: Mutex<HashMap<Arc<str>, CancellationToken>>,
+    /// Whether a program is put to the approver once, before it runs.
+    program_approval: ProgramApproval,
 }
 
 impl CodeMode {
-    /// Programs run in `sandbox` under `limits`, and their calls go through `pipeline`.
+    /// Programs run in `sandbox` under `limits`, and their calls go through `pipeline`; every
+    /// `ask` is put to the pipeline's approver when its call is made.
     pub fn new(sandbox: Sandbox, limits: Limits, pipeline: Pipeline) -> CodeMode {
+        CodeMode::with_program_approval(sandbox, limits, pipeline, ProgramApproval::Off)
+    }
+
+    /// As [`CodeMode::new`], with `program_approval` deciding whether a program whose plan
+    /// names calls that would ask is put to the approver once, before it runs.
+    pub fn with_program_approval(
+        sandbox: Sandbox,
+        limits: Limits,
+        pipeline: Pipeline,
+        program_approval: ProgramApproval,
+    ) -> CodeMode {
         let paths = visible_tools(pipeline.registry())
             .into_iter()
             .map(|t| t.path)
@@ -57,6 +72,7 @@ impl CodeMode {
                 paths,
                 stop: CancellationToken::new(),
                 by_id: Mutex::new(HashMap::new()),
+                program_approval,
             }),
         }
     }
@@ -95,6 +111,10 @@ impl CodeMode {
     /// Runs a program. Its tool calls carry `extensions` (and, when they hold a [`RunId`], the
     /// run uses that id).
     ///
+    /// Before it runs, the program's static plan is read from its source (`planned_calls` and
+    /// `dynamic_access` in the outcome, `run/plan` to the inner pipeline's observers); with
+    /// program approval on, the approver may be asked about the whole program first.
+    ///
     /// # Cancellation
     /// Cancelling `cancel` stops the run; the outcome (status `cancelled`) is still returned.
     pub async fn run(
@@ -106,6 +126,52 @@ impl CodeMode {
         let chosen = extensions.get::<RunId>();
         // Minted here rather than in the sandbox so the run's span knows it too.
         let run_id = chosen.cloned().unwrap_or_else(RunId::fresh);
+        // Registered before admission, so a run awaiting its approval can be stopped too.
+        let run_cancel = self.inner.stop.child_token();
+        let _registered =
+            chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
+        let (plan, unplanned) = admission::plan_of(code, &self.inner.limits).await;
+        let candidate = Candidate {
+            code,
+            run_id: &run_id,
+            plan: &plan,
+            unplanned,
+            extensions,
+            paths: &self.inner.paths,
+        };
+        let admitted = admission::admit(
+            candidate,
+            self.inner.program_approval,
+            &self.inner.pipeline,
+            async {
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = run_cancel.cancelled() => {}
+                }
+            },
+        )
+        .await;
+        let mut outcome = match admitted {
+            Admission::Run(extensions) => {
+                self.run_admitted(code, (cancel, run_cancel), &extensions, run_id)
+                    .await
+            }
+            Admission::Stop(outcome) => *outcome,
+        };
+        outcome.planned_calls = plan.calls.clone();
+        outcome.dynamic_access = plan.dynamic.clone();
+        outcome
+    }
+
+    /// The run itself. `cancel` is the caller's token; `run_cancel` the run's own (stopped by
+    /// [`CodeMode::stop_all`] and [`CodeMode::stop_run`], and when `cancel` is).
+    async fn run_admitted(
+        &self,
+        code: &str,
+        (cancel, run_cancel): (CancellationToken, CancellationToken),
+        extensions: &Extensions,
+        run_id: RunId,
+    ) -> RunOutcome {
         let span = run_span(&run_id);
         let host_span = RunSpan::new(span.clone());
         let pipeline = &self.inner.pipeline;
@@ -115,14 +181,11 @@ impl CodeMode {
             paths: self.inner.paths.clone(),
             run_span: host_span.clone(),
         };
-        let run_cancel = self.inner.stop.child_token();
         let options = RunOptions::new(self.inner.limits.clone())
             .with_cancel(run_cancel.clone())
             .with_tools(Arc::new(host))
             .with_extensions(extensions.clone())
             .with_run_id(run_id.as_str());
-        let _registered =
-            chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
         let run = self
             .inner
             .sandbox

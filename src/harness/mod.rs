@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 mod code_mode;
 mod discovery;
 mod pipeline_host;
@@ -43,7 +44,7 @@ pub use code_mode::CodeMode;
 pub use run_code::RUN_CODE;
 
 use crate::call::{CallError, CallLimits, Extensions, Limits, RunId};
-use crate::pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder};
+use crate::pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder, ProgramApproval};
 use crate::sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxStartError};
 use crate::sdk::{SdkTool, generate_sdk};
 use crate::tool::{RegistryError, ToolBuildError, ToolDefinition, ToolInfo, ToolRegistry};
@@ -105,6 +106,7 @@ pub struct HarnessBuilder {
     config: SandboxConfig,
     sandbox: Arc<Mutex<Option<Sandbox>>>,
     discovery: Discovery,
+    program_approval: ProgramApproval,
     inner: Vec<Customize>,
     outer: Vec<Customize>,
 }
@@ -114,6 +116,7 @@ impl fmt::Debug for HarnessBuilder {
         f.debug_struct("HarnessBuilder")
             .field("config", &self.config)
             .field("discovery", &self.discovery)
+            .field("program_approval", &self.program_approval)
             .finish_non_exhaustive()
     }
 }
@@ -124,6 +127,7 @@ impl Default for HarnessBuilder {
             config: SandboxConfig::default(),
             sandbox: Arc::default(),
             discovery: Discovery::Off,
+            program_approval: ProgramApproval::Off,
             inner: Vec::new(),
             outer: Vec::new(),
         }
@@ -169,6 +173,15 @@ impl HarnessBuilder {
     /// (default [`Discovery::Off`]; `codemode mcp` uses [`Discovery::Auto`]).
     pub fn discovery(mut self, discovery: Discovery) -> Self {
         self.discovery = discovery;
+        self
+    }
+
+    /// Whether a program whose static plan names calls that would ask is put to the inner
+    /// pipeline's approver once, before it runs, with its source and plan (default
+    /// [`ProgramApproval::Off`]: every `ask` when its call is made). An approval answers the
+    /// `ask`s of the planned tool paths; calls outside the plan still ask, and `deny` stays.
+    pub fn program_approval(mut self, program_approval: ProgramApproval) -> Self {
+        self.program_approval = program_approval;
         self
     }
 
@@ -224,7 +237,12 @@ impl HarnessBuilder {
 
         let inner = customize(&self.inner, Pipeline::builder(callable).limits(limits.call));
         let inner = inner.build();
-        let code_mode = CodeMode::new(self.started_sandbox()?, limits.clone(), inner.clone());
+        let code_mode = CodeMode::with_program_approval(
+            self.started_sandbox()?,
+            limits.clone(),
+            inner.clone(),
+            self.program_approval,
+        );
         let run_code = run_code::run_code_tool(&code_mode, run_code::description(&sdk, &limits))
             .map_err(|e: ToolBuildError| HarnessError::RunCode(e.to_string()))?;
 

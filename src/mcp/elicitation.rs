@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::live::{AskRoute, LiveRequest, PendingAsk};
-use crate::pipeline::{ApprovalDecision, ApprovalRequest, Approver, HookError};
+use crate::call::Extensions;
+use crate::pipeline::{
+    ApprovalDecision, ApprovalRequest, Approver, HookError, ProgramApprovalRequest,
+};
 
 /// Arguments longer than this are cut in the question shown to the user.
 const ARGS_SHOWN_BYTES: usize = 600;
@@ -43,7 +46,7 @@ pub(crate) fn approval_form(message: &str) -> Value {
         "requestedSchema": {
             "type": "object",
             "properties": {
-                "approve": {"type": "boolean", "title": "Approve", "description": "Run this tool call", "default": false}
+                "approve": {"type": "boolean", "title": "Approve", "description": "Allow what the message describes", "default": false}
             },
             "required": ["approve"]
         }
@@ -64,50 +67,89 @@ pub(crate) fn approves(answer: &Value) -> bool {
 /// answer saying no): programs and logs must not depend on how the client asked.
 pub(crate) const USER_REFUSED: &str = "the user did not approve the call";
 
+/// The same, for a whole program put to the user before it runs.
+pub(crate) const USER_REFUSED_PROGRAM: &str = "the user did not approve the program";
+
+/// Puts `message` to the user of the MCP request found on `extensions` and waits for the
+/// answer, by whatever route the request's protocol offers.
+async fn ask_user(
+    extensions: &Extensions,
+    message: String,
+    asked: &[String],
+    refused: &str,
+) -> ApprovalDecision {
+    let refuse = |reason: String| ApprovalDecision::Refuse { reason };
+    let Some(live) = LiveRequest::of(extensions) else {
+        return refuse("the MCP request this call belongs to has ended".into());
+    };
+    match &live.asks {
+        AskRoute::Refuse(reason) => refuse(format!("{}; {reason}", asked.join("; "))),
+        AskRoute::InputRequired(queue) => {
+            let (reply, answer) = oneshot::channel();
+            if queue.send(PendingAsk { message, reply }).is_err() {
+                return refuse("the MCP request this call belongs to has ended".into());
+            }
+            match answer.await {
+                Ok(true) => ApprovalDecision::Approve,
+                Ok(false) => refuse(refused.into()),
+                Err(_) => refuse("the client did not answer the approval request".into()),
+            }
+        }
+        AskRoute::Elicit(peer) => {
+            let params: ElicitRequestParams = match serde_json::from_value(approval_form(&message))
+            {
+                Ok(params) => params,
+                Err(e) => return refuse(format!("bad elicitation form: {e}")),
+            };
+            match peer.create_elicitation(params).await {
+                Ok(result) if result.action == ElicitationAction::Accept => {
+                    let answer = json!({"action": "accept", "content": result.content});
+                    if approves(&answer) {
+                        ApprovalDecision::Approve
+                    } else {
+                        refuse(refused.into())
+                    }
+                }
+                Ok(_) => refuse(refused.into()),
+                Err(e) => refuse(format!("the approval request to the client failed: {e}")),
+            }
+        }
+    }
+}
+
 impl Approver for ElicitationApprover {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest<'a>,
     ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
         async move {
-            let refuse = |reason: String| Ok(ApprovalDecision::Refuse { reason });
-            let Some(live) = LiveRequest::of(request.call.extensions) else {
-                return refuse("the MCP request this call belongs to has ended".into());
-            };
-            let message = question(request);
-            match &live.asks {
-                AskRoute::Refuse(reason) => {
-                    refuse(format!("{}; {reason}", request.reasons.join("; ")))
-                }
-                AskRoute::InputRequired(queue) => {
-                    let (reply, answer) = oneshot::channel();
-                    if queue.send(PendingAsk { message, reply }).is_err() {
-                        return refuse("the MCP request this call belongs to has ended".into());
-                    }
-                    match answer.await {
-                        Ok(true) => Ok(ApprovalDecision::Approve),
-                        Ok(false) => refuse(USER_REFUSED.into()),
-                        Err(_) => refuse("the client did not answer the approval request".into()),
-                    }
-                }
-                AskRoute::Elicit(peer) => {
-                    let params: ElicitRequestParams =
-                        serde_json::from_value(approval_form(&message))
-                            .map_err(|e| HookError::new(format!("bad elicitation form: {e}")))?;
-                    match peer.create_elicitation(params).await {
-                        Ok(result) if result.action == ElicitationAction::Accept => {
-                            let answer = json!({"action": "accept", "content": result.content});
-                            if approves(&answer) {
-                                Ok(ApprovalDecision::Approve)
-                            } else {
-                                refuse(USER_REFUSED.into())
-                            }
-                        }
-                        Ok(_) => refuse(USER_REFUSED.into()),
-                        Err(e) => refuse(format!("the approval request to the client failed: {e}")),
-                    }
-                }
-            }
+            Ok(ask_user(
+                request.call.extensions,
+                question(request),
+                request.reasons,
+                USER_REFUSED,
+            )
+            .await)
+        }
+        .boxed()
+    }
+
+    /// The whole program, once, before it runs: the same elicitation (or input-required
+    /// round trip), its message the program and its plan.
+    fn approve_program<'a>(
+        &'a self,
+        request: &'a ProgramApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, HookError>> {
+        async move {
+            let message = format!("Allow this program to run?\n{}", request.summary());
+            let asked: Vec<String> = request
+                .asks
+                .iter()
+                .map(|a| format!("{}: {}", a.path, a.reasons.join("; ")))
+                .collect();
+            Ok(Some(
+                ask_user(request.extensions, message, &asked, USER_REFUSED_PROGRAM).await,
+            ))
         }
         .boxed()
     }

@@ -5,7 +5,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, ready};
 
 use super::hooks::CallInfo;
-use crate::call::HookError;
+use crate::call::{Extensions, HookError, ProgramPlan};
 
 /// What the Approver is asked.
 #[derive(Debug)]
@@ -37,6 +37,19 @@ pub trait Approver: Send + Sync + 'static {
         &'a self,
         request: &'a ApprovalRequest<'a>,
     ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>>;
+
+    /// Decides about a whole program before it runs (program approval is on, and its plan
+    /// names calls that would ask): `Some(Approve)` answers yes to the `ask`s of every call the
+    /// plan covers, `Some(Refuse)` keeps the run from starting. The default, `None`, says this
+    /// approver does not judge programs: each `ask` then comes to [`approve`](Self::approve)
+    /// when its call is made.
+    fn approve_program<'a>(
+        &'a self,
+        request: &'a ProgramApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, HookError>> {
+        let _ = request;
+        per_call()
+    }
 }
 
 /// Told around the wait for the Approver, so a code-mode run can stop its deadline clock
@@ -88,4 +101,34 @@ impl Drop for WaitingGuard<'_> {
             o.waiting_ended();
         }
     }
+}
+
+/// A tool path of the plan whose calls the pre-execute hooks would put to the approver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedAsk {
+    /// The sandbox path (`write_file`, `github.create_issue`).
+    pub path: String,
+    /// Why the hooks ask, as the approver would be told per call.
+    pub reasons: Vec<String>,
+}
+
+/// What the approver is asked before a run: the program, its plan, and the planned calls that
+/// would ask.
+#[derive(Debug)]
+pub struct ProgramApprovalRequest<'a> {
+    /// The run's id (`r_...`), also on its audit records.
+    pub run_id: &'a str,
+    /// The program as the model wrote it.
+    pub code: &'a str,
+    /// Its static plan.
+    pub plan: &'a ProgramPlan,
+    /// The planned tool paths that would ask, in plan order; never empty.
+    pub asks: &'a [PlannedAsk],
+    /// The run's typed data (an MCP approver finds its request here).
+    pub extensions: &'a Extensions,
+}
+
+/// The no-op default of [`Approver::approve_program`](super::Approver::approve_program).
+fn per_call<'a>() -> BoxFuture<'a, Result<Option<ApprovalDecision>, HookError>> {
+    ready(Ok(None)).boxed()
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::events::{Event, EventSink};
+use super::events::{Event, EventSink, PlanEvent};
 
 /// Appends audit records, one `write` per record.
 pub struct AuditLog {
@@ -70,7 +70,11 @@ impl AuditLog {
 
 impl EventSink for AuditLog {
     fn emit(&self, event: &Event) {
-        let Event::Result(e) = event else { return };
+        let e = match event {
+            Event::Result(e) => e,
+            Event::Plan(plan) => return self.write_plan(plan),
+            _ => return,
+        };
         if e.caller.is_durable() && !self.include_direct {
             return;
         }
@@ -100,13 +104,64 @@ impl EventSink for AuditLog {
             if let Some(asked) = &auth.asked {
                 fields.insert("asked".into(), json!(asked));
             }
+            if auth.with_program {
+                fields.insert("with_program".into(), json!(true));
+            }
         }
+        self.write(&record, &e.call_id);
+    }
+}
+
+impl AuditLog {
+    /// One `audit_plan` record per run, before it starts: the program's digest (never its text),
+    /// its planned calls (constant arguments as digests) and blind spots, and how the whole
+    /// program was judged when it was put to the approver.
+    fn write_plan(&self, plan: &PlanEvent) {
+        let calls: Vec<Value> = plan
+            .planned_calls
+            .iter()
+            .map(|c| {
+                let mut call = json!({
+                    "tool": c.path,
+                    "line": c.line,
+                    "column": c.column,
+                    "called": c.called,
+                });
+                if let (Some(args), Value::Object(fields)) = (&c.args, &mut call) {
+                    fields.insert("args_sha256".into(), json!(args_digest(args)));
+                }
+                call
+            })
+            .collect();
+        let mut record = json!({
+            "event": "audit_plan",
+            "run_id": plan.run_id,
+            "program_sha256": plan.program_sha256,
+            "planned_calls": calls,
+            "dynamic_access": plan.dynamic_access,
+            "may_call_any": !plan.dynamic_access.is_empty(),
+            "at": plan.at,
+        });
+        if let Value::Object(fields) = &mut record {
+            if let Some(why) = &plan.unplanned {
+                fields.insert("unplanned".into(), json!(why));
+            }
+            if let Some(auth) = &plan.approval {
+                fields.insert("decision".into(), json!(auth.decision));
+                fields.insert("by".into(), json!(auth.by));
+                fields.insert("reason".into(), json!(auth.reason));
+            }
+        }
+        self.write(&record, &plan.run_id);
+    }
+
+    fn write(&self, record: &Value, id: &str) {
         let mut line = record.to_string().into_bytes();
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(err) = file.write_all(&line) {
             self.write_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(error = %err, call_id = &*e.call_id, "audit log write failed");
+            tracing::error!(error = %err, id, "audit log write failed");
         }
     }
 }

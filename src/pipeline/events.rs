@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::call::{CallStatus, Caller, ContextEntry, Extensions};
+use crate::call::{CallStatus, Caller, ContextEntry, DynamicAccess, Extensions, PlannedCall};
 use crate::tool::Card;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,6 +60,28 @@ pub struct ProgressEvent {
     pub call_id: Arc<str>,
     /// What the body reported.
     pub message: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// The static plan of a code-mode run, before it starts (`run/plan`, live only; the audit log
+/// writes it). Sent for every run of a [`CodeMode`](crate::harness::CodeMode).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanEvent {
+    /// The run's id, as on its nested calls' events and audit records.
+    pub run_id: Arc<str>,
+    /// Hex SHA-256 of the program's source text.
+    pub program_sha256: String,
+    /// Every place the program names a tool, in source order.
+    pub planned_calls: Vec<PlannedCall>,
+    /// Every place the analysis cannot follow; not empty means the program may call any tool.
+    pub dynamic_access: Vec<DynamicAccess>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The program could not be analysed (it does not parse): why. Its run fails the same way.
+    pub unplanned: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How the whole program was judged, when it was put to the approver.
+    pub approval: Option<Authorization>,
     /// When (RFC 3339).
     pub at: String,
 }
@@ -149,6 +171,10 @@ pub struct Authorization {
     /// Why the approver was asked, on a call it was asked about and that was then denied (by the
     /// approver, or by a guard after the approval).
     pub asked: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// The `ask` was answered by the approval of the whole program before its run (the call's
+    /// tool path is in the approved plan): no prompt for this call.
+    pub with_program: bool,
 }
 
 /// The decision of an [`Authorization`].
@@ -193,11 +219,14 @@ pub enum Event {
     /// `tool/result`: the durable session event, for direct calls only.
     #[serde(rename = "tool/result")]
     Durable(ResultEvent),
+    /// `run/plan`: a code-mode run's static plan, before it starts (live only).
+    #[serde(rename = "run/plan")]
+    Plan(PlanEvent),
 }
 
 impl Event {
-    /// The event's name: `tools/call`, `tools/started`, `tools/progress`, `tools/result` or
-    /// `tool/result`.
+    /// The event's name: `tools/call`, `tools/started`, `tools/progress`, `tools/result`,
+    /// `tool/result` or `run/plan`.
     pub fn name(&self) -> &'static str {
         match self {
             Event::Call(_) => "tools/call",
@@ -205,16 +234,18 @@ impl Event {
             Event::Progress(_) => "tools/progress",
             Event::Result(_) => "tools/result",
             Event::Durable(_) => "tool/result",
+            Event::Plan(_) => "run/plan",
         }
     }
 
-    /// The id of the call the event is about.
+    /// The id of the call the event is about; for `run/plan`, the run's id.
     pub fn call_id(&self) -> &str {
         match self {
             Event::Call(e) => &e.call_id,
             Event::Started(e) => &e.call_id,
             Event::Progress(e) => &e.call_id,
             Event::Result(e) | Event::Durable(e) => &e.call_id,
+            Event::Plan(e) => &e.run_id,
         }
     }
 }

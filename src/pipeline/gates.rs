@@ -14,7 +14,7 @@ use super::approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, Waiti
 use super::events::{Authorization, AuthorizationDecision};
 use super::guards::GuardDecision;
 use super::hooks::{CallInfo, HookDecision};
-use crate::call::{CallError, DeniedBy, ErrorKind, HookError};
+use crate::call::{ApprovedPlan, CallError, DeniedBy, ErrorKind, HookError};
 
 /// Runs a hook-like future, turning an error or a panic (while building or polling it) into a message.
 pub(crate) async fn guarded<'a, T>(
@@ -53,9 +53,29 @@ pub(crate) async fn authorize(
             by: by.as_str().to_owned(),
             reason: reason.clone(),
             asked,
+            with_program: false,
         });
     }
     result
+}
+
+/// Runs every pre-execute hook: the reasons of those that ask (empty: all allow), or who denied
+/// and why (an error or a panic of a hook denies too).
+pub(crate) async fn pre_hooks(
+    inner: &Inner,
+    info: &CallInfo<'_>,
+) -> Result<Vec<String>, (DeniedBy, String)> {
+    let mut asks = Vec::new();
+    for hook in &inner.pre_hooks {
+        let name = hook.name();
+        match guarded(name, || hook.before(info)).await {
+            Ok(HookDecision::Allow) => {}
+            Ok(HookDecision::Ask { reason }) => asks.push(reason),
+            Ok(HookDecision::Deny { reason }) => return Err((hook.denied_by(), reason)),
+            Err(why) => return Err((hook.denied_by(), format!("hook {why}"))),
+        }
+    }
+    Ok(asks)
 }
 
 async fn gates(
@@ -65,28 +85,27 @@ async fn gates(
     waited: &mut Duration,
     record: &mut Option<Authorization>,
 ) -> Result<(), CallError> {
-    let mut asks: Vec<String> = Vec::new();
-    for hook in &inner.pre_hooks {
-        let name = hook.name();
-        match guarded(name, || hook.before(info)).await {
-            Ok(HookDecision::Allow) => {}
-            Ok(HookDecision::Ask { reason }) => asks.push(reason),
-            Ok(HookDecision::Deny { reason }) => {
-                return Err(CallError::denied(hook.denied_by(), reason));
-            }
-            Err(why) => return Err(CallError::denied(hook.denied_by(), format!("hook {why}"))),
-        }
-    }
+    let asks = pre_hooks(inner, info)
+        .await
+        .map_err(|(by, reason)| CallError::denied(by, reason))?;
     if !asks.is_empty() {
         let asked = asks.join("; ");
+        // The approver said yes to the whole program, and its plan names this tool.
+        let with_program = info
+            .extensions
+            .get::<ApprovedPlan>()
+            .is_some_and(|approved| approved.0.covers(info.path));
         // Until the answer, the record says what was asked (a refusal moves it to `asked`).
         *record = Some(Authorization {
             decision: AuthorizationDecision::Approved,
             by: DeniedBy::Approver.as_str().to_owned(),
             reason: asked,
             asked: None,
+            with_program,
         });
-        approve(inner, info, &asks, observer, waited).await?;
+        if !with_program {
+            approve(inner, info, &asks, observer, waited).await?;
+        }
     }
     for guard in &inner.guards {
         let name = guard.name();

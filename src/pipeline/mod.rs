@@ -54,6 +54,7 @@ mod gates;
 mod guards;
 mod hooks;
 mod post;
+mod program;
 mod scheduler;
 mod session_log;
 mod stages;
@@ -67,12 +68,15 @@ pub use crate::call::{
     CANCEL_GRACE, CallError, CallLimits, CallStatus, Caller, ContextEntry, DeniedBy, ErrorCode,
     ErrorKind, HookError, LimitKind, ToolFailure,
 };
-pub use approval::{ApprovalDecision, ApprovalObserver, ApprovalRequest, Approver, approver_fn};
+pub use approval::{
+    ApprovalDecision, ApprovalObserver, ApprovalRequest, Approver, PlannedAsk,
+    ProgramApprovalRequest, approver_fn,
+};
 pub use audit_log::{AuditLog, args_digest};
 pub use call::{CallOutcome, CallRequest, Timing};
 pub use events::{
-    Authorization, AuthorizationDecision, CallEvent, ChannelSink, Event, EventSink, ProgressEvent,
-    ResultEvent, StartedEvent,
+    Authorization, AuthorizationDecision, CallEvent, ChannelSink, Event, EventSink, PlanEvent,
+    ProgressEvent, ResultEvent, StartedEvent,
 };
 pub use from_fn::{
     ApprovalSnapshot, CallSnapshot, PostSnapshot, approver_from_fn, guard_from_fn,
@@ -83,6 +87,7 @@ pub use hooks::{
     CallInfo, HookDecision, PostAction, PostExecuteHook, PostInfo, PreExecuteHook, post_hook_fn,
     pre_hook_fn,
 };
+pub use program::{Preview, ProgramApproval, ProgramVerdict};
 pub use scheduler::{DEFAULT_POOL_SIZE, Scope, Ticket};
 pub use session_log::{Replay, ReplayEntry, SessionLog, SessionLogOptions, replay};
 pub use wrappers::{
@@ -157,6 +162,11 @@ impl Pipeline {
     /// Per-tool statistics of the default metrics wrapper.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
+    }
+
+    /// Hands a run's plan to the live observers (the audit log writes it) as `run/plan`.
+    pub fn emit_plan(&self, plan: PlanEvent) {
+        self.inner.sinks.live(&Event::Plan(plan));
     }
 }
 

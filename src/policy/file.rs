@@ -80,6 +80,7 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPolicy {
     pub default: Option<Spanned<String>>,
+    pub program_approval: Option<Spanned<String>>,
     pub limits: Option<RawLimits>,
     pub visible: Option<RawVisible>,
     #[serde(default, rename = "rule")]

@@ -3,6 +3,7 @@
 //!
 //! ```toml
 //! default = "ask"                  # tools no rule matches (this is the default of a policy file)
+//! program_approval = "ask"         # approve a whole program once, before it runs (default "off")
 //!
 //! [[rule]]
 //! tools = ["read_file", "list_dir", "glob", "grep"]
@@ -78,7 +79,7 @@ pub use limits::PolicyLimits;
 pub use rules::Decision;
 pub use terminal::{NO_TERMINAL, Terminal, TerminalApprover};
 
-use crate::pipeline::HookDecision;
+use crate::pipeline::{HookDecision, ProgramApproval};
 use crate::tool::{ToolDefinition, ToolRegistry};
 use file::RawPolicy;
 use rules::{ArgMatcher, Rule, Test, ToolGlob};
@@ -109,6 +110,7 @@ pub struct Policy {
 struct Compiled {
     origin: String,
     default: Decision,
+    program_approval: ProgramApproval,
     rules: Vec<Rule>,
     include: Vec<ToolGlob>,
     exclude: Vec<ToolGlob>,
@@ -147,6 +149,12 @@ impl Policy {
     /// Where the policy came from (a path or `<default policy>`).
     pub fn origin(&self) -> &str {
         &self.inner.origin
+    }
+
+    /// Whether a program is put to the approver once, before it runs (`program_approval`,
+    /// `"ask"` or `"off"`; default `"off"`).
+    pub fn program_approval(&self) -> ProgramApproval {
+        self.inner.program_approval
     }
 
     /// The decision for tools no rule matches.
@@ -286,6 +294,13 @@ fn compile(raw: RawPolicy, text: &str, origin: &str) -> Result<Compiled, PolicyE
         Some(d) => decision(d)?,
         None => Decision::Ask,
     };
+    let program_approval = match &raw.program_approval {
+        Some(mode) => mode
+            .get_ref()
+            .parse::<ProgramApproval>()
+            .map_err(|m| err(mode.span().start, m))?,
+        None => ProgramApproval::Off,
+    };
     let mut rules = Vec::with_capacity(raw.rules.len());
     for (i, spanned) in raw.rules.iter().enumerate() {
         let rule_at = spanned.span().start;
@@ -336,6 +351,7 @@ fn compile(raw: RawPolicy, text: &str, origin: &str) -> Result<Compiled, PolicyE
     Ok(Compiled {
         origin: origin.to_string(),
         default,
+        program_approval,
         rules,
         include,
         exclude,

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::pipeline::HookError;
-use crate::pipeline::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::pipeline::{ApprovalDecision, ApprovalRequest, Approver, ProgramApprovalRequest};
 
 /// Start of the refusal reason when no terminal can be opened.
 pub const NO_TERMINAL: &str = "no terminal to ask on";
@@ -130,6 +130,29 @@ pub(crate) fn prompt_text(path: &str, reasons: &[String], args: &serde_json::Val
     )
 }
 
+impl TerminalApprover {
+    /// Shows `prompt` and reads the answer on a thread of its own. The read blocks until a line
+    /// is typed and cannot be interrupted; not on tokio's blocking pool, because a runtime being
+    /// dropped waits for its blocking tasks, so Ctrl-C at the prompt (which cancels the run and
+    /// drops the call) would otherwise hang until Enter. An abandoned prompt thread ends with
+    /// the process.
+    async fn answer(&self, prompt: String) -> Result<Answer, HookError> {
+        let open = self.open.clone();
+        let screen = self.screen.clone();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("codemode-prompt".into())
+            .spawn(move || {
+                let _screen = screen.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = reply.send(ask(&*open, &prompt));
+            })
+            .map_err(|e| HookError::new(format!("the terminal prompt failed: {e}")))?;
+        answer
+            .await
+            .map_err(|_| HookError::new("the terminal prompt failed: its thread panicked"))
+    }
+}
+
 impl Approver for TerminalApprover {
     fn approve<'a>(
         &'a self,
@@ -137,25 +160,8 @@ impl Approver for TerminalApprover {
     ) -> BoxFuture<'a, Result<ApprovalDecision, HookError>> {
         let path = request.call.path.to_string();
         let prompt = prompt_text(&path, request.reasons, request.call.args);
-        let open = self.open.clone();
-        let screen = self.screen.clone();
         async move {
-            // The read blocks until a line is typed and cannot be interrupted. On a thread of
-            // its own, not tokio's blocking pool: a runtime being dropped waits for its blocking
-            // tasks, so Ctrl-C at the prompt (which cancels the run and drops the call) would
-            // otherwise hang until Enter. An abandoned prompt thread ends with the process.
-            let (reply, answer) = tokio::sync::oneshot::channel();
-            std::thread::Builder::new()
-                .name("codemode-prompt".into())
-                .spawn(move || {
-                    let _screen = screen.lock().unwrap_or_else(|p| p.into_inner());
-                    let _ = reply.send(ask(&*open, &prompt));
-                })
-                .map_err(|e| HookError::new(format!("the terminal prompt failed: {e}")))?;
-            let answer = answer
-                .await
-                .map_err(|_| HookError::new("the terminal prompt failed: its thread panicked"))?;
-            Ok(match answer {
+            Ok(match self.answer(prompt).await? {
                 Answer::Yes => ApprovalDecision::Approve,
                 Answer::No(reason) => ApprovalDecision::Refuse { reason },
                 Answer::NoTerminal(e) => ApprovalDecision::Refuse {
@@ -164,6 +170,28 @@ impl Approver for TerminalApprover {
                     ),
                 },
             })
+        }
+        .boxed()
+    }
+
+    fn approve_program<'a>(
+        &'a self,
+        request: &'a ProgramApprovalRequest<'a>,
+    ) -> BoxFuture<'a, Result<Option<ApprovalDecision>, HookError>> {
+        let prompt = format!(
+            "codemode: {}\n  run this program? [y/N] ",
+            request.summary().replace('\n', "\n  ")
+        );
+        async move {
+            Ok(Some(match self.answer(prompt).await? {
+                Answer::Yes => ApprovalDecision::Approve,
+                Answer::No(reason) => ApprovalDecision::Refuse { reason },
+                Answer::NoTerminal(e) => ApprovalDecision::Refuse {
+                    reason: format!(
+                        "{NO_TERMINAL} ({e}); the program needs approval: add allow rules for its tools to the policy (--policy FILE), or pass --program-approval off to be asked per call"
+                    ),
+                },
+            }))
         }
         .boxed()
     }

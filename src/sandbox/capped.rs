@@ -10,6 +10,8 @@
 //! - `value` is replaced by `value_truncated: {bytes, preview}`: the value's JSON size and the
 //!   first bytes of its JSON text (the value itself is left out, never replaced by a cut one
 //!   that would parse as something else);
+//! - `planned_calls` and `dynamic_access` (the program's plan, for the harness and its approver)
+//!   are left out first, replaced by `plan_truncated: {planned_calls, dynamic_access}` counts;
 //! - `logs` keeps its first entries (the last one kept may be cut), and `logs_truncated:
 //!   {entries, bytes}` counts the entries not shown whole and the text bytes left out.
 
@@ -32,6 +34,16 @@ pub fn capped_outcome(outcome: &RunOutcome, max_bytes: usize) -> Value {
     let Value::Object(mut fields) = full else {
         unreachable!("an outcome serialises as an object")
     };
+    // The plan is for the harness and its approver, not the model (which wrote the program):
+    // over the budget it goes first, counted.
+    let planned = fields.remove("planned_calls").map_or(0, |v| array_len(&v));
+    let dynamic = fields.remove("dynamic_access").map_or(0, |v| array_len(&v));
+    if planned + dynamic > 0 {
+        fields.insert(
+            "plan_truncated".into(),
+            json!({"planned_calls": planned, "dynamic_access": dynamic}),
+        );
+    }
     let value_text = outcome.value.as_ref().map(|raw| raw.get());
     let value_bytes = value_text.map_or(0, str::len);
     fields.remove("value");
@@ -151,6 +163,9 @@ fn order(mut fields: Map<String, Value>) -> Map<String, Value> {
         "contexts",
         "stats",
         "record_error",
+        "planned_calls",
+        "dynamic_access",
+        "plan_truncated",
     ] {
         if let Some(v) = fields.remove(key) {
             out.insert(key.into(), v);
@@ -158,6 +173,10 @@ fn order(mut fields: Map<String, Value>) -> Map<String, Value> {
     }
     out.extend(fields);
     out
+}
+
+fn array_len(value: &Value) -> usize {
+    value.as_array().map_or(0, Vec::len)
 }
 
 fn json_len(value: &Value) -> usize {
@@ -231,7 +250,36 @@ pub fn outcome_schema() -> Value {
                 },
                 "required": ["tool_calls", "calls_by_tool", "cancelled_calls", "wall_ms", "bytes_kept_in_sandbox", "bytes_returned"]
             },
-            "record_error": {"type": "string", "description": "The run's record could not be written to the session log: why."}
+            "record_error": {"type": "string", "description": "The run's record could not be written to the session log: why."},
+            "planned_calls": {
+                "type": "array",
+                "description": "The program's static plan: each place it names a tool (a call, or a reference that may call what is under it), with constant arguments.",
+                "items": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "line": count, "column": count, "called": {"type": "boolean"}, "args": {}},
+                    "required": ["path", "line", "column", "called"]
+                }
+            },
+            "dynamic_access": {
+                "type": "array",
+                "description": "Where the program reaches tools in ways the plan cannot follow: it may call any tool.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["computed", "aliased", "destructured", "passed", "dynamic_code"]},
+                        "prefix": {"type": "string"},
+                        "line": count,
+                        "column": count
+                    },
+                    "required": ["kind", "line", "column"]
+                }
+            },
+            "plan_truncated": {
+                "type": "object",
+                "description": "The outcome was over the output budget: the plan was left out; how many entries it had.",
+                "properties": {"planned_calls": count, "dynamic_access": count},
+                "required": ["planned_calls", "dynamic_access"]
+            }
         },
         "required": ["version", "status", "logs", "contexts", "stats"]
     })
@@ -258,6 +306,8 @@ mod tests {
             contexts: Vec::new(),
             stats: RunStats::default(),
             record_error: None,
+            planned_calls: Vec::new(),
+            dynamic_access: Vec::new(),
         }
     }
 

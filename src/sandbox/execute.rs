@@ -109,6 +109,8 @@ pub(crate) async fn execute(
         contexts,
         stats,
         record_error: None,
+        planned_calls: Vec::new(),
+        dynamic_access: Vec::new(),
     };
     let positions = ProgramPositions::new(program, PROGRAM_NAME);
     if control

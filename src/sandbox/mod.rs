@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{Extensions, RunId};
 
+pub use crate::call::{DynamicAccess, DynamicKind, PlannedCall, ProgramPlan};
 pub use crate::call::{Limits, MIB};
 pub use capped::{capped_outcome, outcome_schema};
 pub use engine::BootstrapReport;
@@ -54,7 +55,7 @@ pub use host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 pub use outcome::{
     LogEntry, LogLevel, OUTCOME_VERSION, RunContext, RunError, RunOutcome, RunStats, RunStatus,
 };
-pub use plan::{DynamicAccess, DynamicKind, PlannedCall, ProgramPlan, plan};
+pub use plan::plan;
 pub use process::{
     Isolation, ProcessConfig, WORKER_ARG, WorkerReport, probe_worker, serve_worker,
     serve_worker_if_requested,

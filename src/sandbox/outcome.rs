@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::call::{DynamicAccess, PlannedCall};
+
 /// Version of the outcome JSON; bumped only on incompatible changes.
 pub const OUTCOME_VERSION: u32 = 1;
 
@@ -113,13 +115,15 @@ pub struct RunError {
     /// the error had no stack.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
-    /// `ToolError` only: the stable error code (`INVALID_ARGS`, ...).
+    /// `ToolError` only, and `ProgramRefused` (`DENIED`): the stable error code
+    /// (`INVALID_ARGS`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// `ToolError` only: the sandbox path of the tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// `ToolError` only: the `details` object of the error code (DESIGN.md section 3).
+    /// `ToolError` (and `ProgramRefused`) only: the `details` object of the error code
+    /// (DESIGN.md section 3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
 }
@@ -207,6 +211,16 @@ pub struct RunOutcome {
     /// record is missing, so callers must not treat it as complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_error: Option<String>,
+    /// The program's static plan: every place its source names a tool, with constant arguments
+    /// where they are constant. Set by the harness, which reads it before the run; empty for a
+    /// program that names no tool (or runs without a harness).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned_calls: Vec<PlannedCall>,
+    /// Where the program reaches tools in ways its plan cannot follow (`tools[name]`,
+    /// aliasing, destructuring, passing `tools`, dynamic code): not empty means it may call any
+    /// tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_access: Vec<DynamicAccess>,
 }
 
 /// A `value` key that is present is a value, `null` included (serde's default for an `Option`
@@ -230,6 +244,8 @@ impl RunOutcome {
             contexts: Vec::new(),
             stats: RunStats::default(),
             record_error: None,
+            planned_calls: Vec::new(),
+            dynamic_access: Vec::new(),
         }
     }
 

@@ -274,11 +274,18 @@ fn session_and_audit_logs_record_the_run_and_its_nested_calls() {
     );
 
     // The audit log: one record per nested call, digests of the arguments, never values.
+    // First the run's plan (digests only), then the calls.
     let text = std::fs::read_to_string(&audit).unwrap();
-    let records: Vec<Value> = text
+    let (plans, records): (Vec<Value>, Vec<Value>) = text
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .partition(|r| r["event"] == "audit_plan");
+    assert_eq!(plans.len(), 1, "{text}");
+    assert_eq!(plans[0]["run_id"], records[0]["run_id"], "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("audit_plan"),
+        "{text}"
+    );
     let tools: Vec<&str> = records
         .iter()
         .map(|r| r["tool"].as_str().unwrap())
@@ -426,6 +433,86 @@ fn the_terminal_prompt_approves_on_yes_and_refuses_otherwise() {
 }
 
 #[test]
+fn program_approval_asks_once_on_the_terminal_with_the_program_and_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = write(
+        dir.path(),
+        "p.ts",
+        "await tools.write_file({path: 'a.txt', content: 'x'});\nawait tools.write_file({path: 'b.txt', content: 'y'});\nreturn 'written';",
+    );
+    let root = dir.path().to_str().unwrap();
+    let args = ["run", &prog, "--root", root, "--program-approval", "ask"];
+    let Some((code, screen)) = on_a_terminal(&args, "y\n") else {
+        return;
+    };
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(
+        screen.matches("run this program? [y/N]").count(),
+        1,
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1 | await tools.write_file({path: 'a.txt', content: 'x'});"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(r#"write_file {"path":"b.txt","content":"y"}  <- asks: changes files"#),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("allow this call?"),
+        "no per-call prompt: {screen}"
+    );
+    assert!(screen.contains("=> \"written\""), "{screen}");
+    assert!(dir.path().join("a.txt").exists() && dir.path().join("b.txt").exists());
+}
+
+#[test]
+fn without_a_terminal_a_program_that_needs_approval_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        dir.path(),
+        "p.toml",
+        "program_approval = \"ask\"\ndefault = \"allow\"\n[[rule]]\ntools = [\"write_file\"]\ndecision = \"ask\"\n",
+    );
+    let program = b"await tools.write_file({path: 'w.txt', content: 'x'}); return 1";
+    let root = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = run_stdin(
+        &["run", "-", "--json", "--root", root, "--policy", &policy],
+        program,
+    );
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let outcome = outcome(&stdout);
+    assert_eq!(outcome["status"], "error");
+    assert_eq!(outcome["error"]["code"], "DENIED");
+    assert_eq!(outcome["error"]["details"]["by"], "approver");
+    let reason = outcome["error"]["details"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("no terminal to ask on"), "{reason}");
+    assert_eq!(outcome["stats"]["tool_calls"], 0);
+    assert!(!dir.path().join("w.txt").exists());
+
+    // The flag beats the policy: off asks per call (and, without a terminal, refuses that call).
+    let (code, stdout, stderr) = run_stdin(
+        &[
+            "run",
+            "-",
+            "--json",
+            "--root",
+            root,
+            "--policy",
+            &policy,
+            "--program-approval",
+            "off",
+        ],
+        program,
+    );
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let outcome = self::outcome(&stdout);
+    assert_eq!(outcome["error"]["name"], "ToolError", "{outcome}");
+    assert_eq!(outcome["stats"]["tool_calls"], 1);
+}
+
+#[test]
 fn ctrl_c_at_the_terminal_prompt_cancels_the_run_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let prog = write(
@@ -550,7 +637,7 @@ fn records_that_cannot_be_written_are_errors_and_mark_the_outcome() {
     );
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("--audit-log /dev/full: 1 record(s) could not be written"),
+        stderr.contains("--audit-log /dev/full: 2 record(s) could not be written"),
         "{stderr}"
     );
 }
@@ -580,7 +667,8 @@ fn run_audited(program: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Vec<
     let records = std::fs::read_to_string(&audit)
         .unwrap_or_default()
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["event"] == "audit")
         .collect();
     (dir, outcome, records)
 }

@@ -245,8 +245,12 @@ fn otlp_export_carries_the_run_and_its_nested_calls_joined_by_run_id() {
     assert_eq!(durable.len(), 1);
     assert_eq!(durable[0]["tool"], "run_code");
     assert_eq!(durable[0]["run_id"], run_id.as_str());
-    let records = json_lines(&audit);
-    assert_eq!(records.len(), 2);
+    let mut records = json_lines(&audit);
+    assert_eq!(records.len(), 3);
+    // The run's plan comes first, under the same run id.
+    let plan = records.remove(0);
+    assert_eq!(plan["event"], "audit_plan");
+    assert_eq!(plan["run_id"], run_id.as_str(), "{plan}");
     for record in &records {
         assert_eq!(record["run_id"], run_id.as_str(), "{record}");
         assert_eq!(record["caller"]["run_id"], run_id.as_str(), "{record}");

@@ -534,10 +534,18 @@ async fn the_audit_log_records_nested_calls_without_values() {
         .await;
     assert!(outcome.is_ok());
     let audit = std::fs::read_to_string(&audit_path).unwrap();
-    let records: Vec<Value> = audit
+    let (plans, records): (Vec<Value>, Vec<Value>) = audit
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .partition(|r| r["event"] == "audit_plan");
+    // The plan: both call sites, the constant arguments as digests only.
+    assert_eq!(plans.len(), 1, "{audit}");
+    let planned = plans[0]["planned_calls"].as_array().unwrap();
+    assert_eq!(planned.len(), 2, "{audit}");
+    assert_eq!(
+        planned[0]["args_sha256"],
+        codemode::pipeline::args_digest(&json!({"key": "a"}))
+    );
     assert_eq!(records.len(), 2, "{audit}");
     assert_eq!(records[0]["tool"], "lookup");
     assert_eq!(records[0]["status"], "ok");

@@ -32,6 +32,7 @@ mod pipeline;
 mod policy;
 mod policy_paths;
 mod process_isolation;
+mod program_approval;
 mod programs;
 mod registry;
 mod scheduler;

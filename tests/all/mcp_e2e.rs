@@ -180,6 +180,16 @@ fn a_program_cannot_call_run_code_over_mcp() {
 }
 
 #[test]
+fn a_whole_program_is_approved_once_by_elicitation_on_protocol_2026() {
+    scenario("program_approval_modern");
+}
+
+#[test]
+fn a_whole_program_is_approved_once_by_elicitation_on_legacy_protocol() {
+    scenario("program_approval_legacy");
+}
+
+#[test]
 fn asks_are_refused_when_the_client_cannot_elicit() {
     scenario("no_elicitation_denies");
 }

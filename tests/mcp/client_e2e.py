@@ -207,6 +207,52 @@ return {first: first.bytes_written, refusals};
         check(outcome["value"] == {"first": 3, "refusals": [refused, refused]}, f"{outcome['value']}")
 
 
+async def program_approval(mode):
+    """--program-approval ask: the user is asked once, before the run, with the program and its
+    plan; yes answers the asks of the planned writes (no per-call question), while a write the
+    plan cannot see (a computed name) still asks. A refusal keeps the program from running."""
+    questions = []
+    answers = []
+
+    async def elicit(context, params):
+        questions.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": answers.pop(0)})
+
+    flags = ["--root", WORK, "--program-approval", "ask"]
+    async with Client(server(*flags), mode=mode, elicitation_callback=elicit) as client:
+        answers[:] = [True, True]
+        _, outcome = await run_code(client, """
+await tools.write_file({path: "plan-a.txt", content: "a"});
+await tools.write_file({path: "plan-b.txt", content: "b"});
+const edit = "edit" + "_file";
+await tools[edit]({path: "plan-a.txt", old: "a", new: "A"});
+return "done";
+""")
+        check(outcome["status"] == "ok", f"{outcome}")
+        check(len(questions) == 2, f"one program question and one per-call question: {questions}")
+        first = questions[0]
+        for needle in ["Allow this program to run?", "Planned calls:", "write_file",
+                       "plan-a.txt", "<- asks: changes files", "a tool name computed at run time"]:
+            check(needle in first, f"the program question lacks {needle!r}: {first}")
+        check("edit_file" in questions[1] and "Planned calls" not in questions[1],
+              f"the second question is the computed edit_file call: {questions[1]}")
+        check([c["path"] for c in outcome["planned_calls"]] == ["write_file", "write_file"],
+              f"{outcome.get('planned_calls')}")
+        check(outcome["dynamic_access"][0]["kind"] == "computed", f"{outcome.get('dynamic_access')}")
+        with open(os.path.join(WORK, "plan-a.txt")) as f:
+            check(f.read() == "A", "the approved writes and the asked edit ran")
+
+        questions.clear()
+        answers[:] = [False]
+        _, outcome = await run_code(client, 'await tools.write_file({path: "plan-c.txt", content: "c"}); return 1')
+        check(outcome["status"] == "error", f"{outcome}")
+        error = outcome["error"]
+        check(error["code"] == "DENIED" and error["details"] == {
+            "by": "approver", "reason": "the user did not approve the program"}, f"{error}")
+        check(len(questions) == 1, f"{questions}")
+        check(not os.path.exists(os.path.join(WORK, "plan-c.txt")), "the refused program ran")
+
+
 async def no_elicitation_denies():
     """A client without elicitation gets asks refused with a reason."""
     async with Client(server("--root", WORK)) as client:
@@ -549,6 +595,8 @@ SCENARIOS = {
     "approvals_modern": lambda: approvals("auto"),
     "approvals_legacy": lambda: approvals("legacy"),
     "no_elicitation_denies": no_elicitation_denies,
+    "program_approval_modern": lambda: program_approval("auto"),
+    "program_approval_legacy": lambda: program_approval("legacy"),
     "upstream_failures": upstream_failures,
 }
 
