@@ -13,6 +13,8 @@
 //! - `console_1000_lines_1kb` against `console_floor_1000_calls`: a pooled run logging 1,000
 //!   lines of 1 KB, and the same loop calling an empty function; the difference / 1,000 is the
 //!   cost of one `console.log` of a 1 KB string (formatting, the op, the host's buffer).
+//! - `plan_program` against `transpile_program`: the static plan every harness run reads in the
+//!   host, beside the transpilation every run does anyway, of the same 12-line program.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +27,22 @@ const CONSOLE_PROGRAM: &str =
     "const line = 'x'.repeat(1024); for (let i = 0; i < 1000; i++) console.log(line); return 1;";
 const CONSOLE_FLOOR: &str = "const line = 'x'.repeat(1024); const f = (s) => s; for (let i = 0; i < 1000; i++) f(line); return 1;";
 
+/// A typical model-written program: a few calls, a loop, a filter.
+const PLANNED: &str = r#"const files = await tools.glob({ pattern: "src/**/*.rs" });
+const hits = [];
+for (const f of files.paths.slice(0, 20)) {
+  const r = await tools.grep({ pattern: "TODO", path: f });
+  hits.push(...r.matches.map((m) => ({ file: f, line: m.line })));
+}
+const summary = hits.filter((h) => h.line > 10);
+await tools.write_file({ path: "todo.md", content: summary.map((h) => `${h.file}:${h.line}`).join("\n") });
+const gh = tools.github;
+console.log(summary.length, "todos");
+return { count: summary.length, first: summary[0] };
+"#;
+
 fn benches(c: &mut Criterion) {
+    plan_benches(c);
     let mut group = c.benchmark_group("sandbox");
     group
         .sample_size(30)
@@ -94,6 +111,17 @@ fn benches(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+}
+
+fn plan_benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("plan");
+    group.bench_function("transpile_program", |b| {
+        b.iter(|| codemode::sandbox::transpile(std::hint::black_box(PLANNED)).unwrap())
+    });
+    group.bench_function("plan_program", |b| {
+        b.iter(|| codemode::sandbox::plan(std::hint::black_box(PLANNED)).unwrap())
+    });
     group.finish();
 }
 
