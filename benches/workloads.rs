@@ -9,6 +9,11 @@
 //!   (`score = (id * 7919) % 10007`), the program sorts them and returns the top 5.
 //!
 //! After the group, the process's peak RSS (`VmHWM`) is printed: the memory of running W1-W4.
+//! Criterion runs each workload thousands of times, each run on a fresh isolate, so that peak
+//! includes what the engine facade keeps of every dropped isolate in thread isolation
+//! (docs/LIFECYCLE.md). `CODEMODE_WORKLOADS_RUNS=N` instead runs each workload N times in this
+//! process (no criterion), prints each run's time and the median, then the peak RSS: the method
+//! of the table (a process running W1-W4, medians of 3).
 
 use std::time::{Duration, Instant};
 
@@ -91,10 +96,6 @@ fn peak_rss_mb() -> Option<f64> {
 }
 
 fn benches(c: &mut Criterion) {
-    let mut group = c.benchmark_group("workloads");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(6));
     let host = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -129,6 +130,30 @@ fn benches(c: &mut Criterion) {
         ("w3_parallel_100_sleep10", W3, json!(100)),
         ("w4_top5_of_10000_records", W4, top5),
     ];
+    if let Some(runs) = std::env::var("CODEMODE_WORKLOADS_RUNS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        for (name, program, expected) in &cases {
+            let mut times: Vec<Duration> = (0..runs)
+                .map(|_| warm_runs(1, &host, &harness, &sandbox, program, expected))
+                .collect();
+            let shown: Vec<String> = times.iter().map(|t| format!("{t:.2?}")).collect();
+            times.sort();
+            let median = times[times.len() / 2];
+            println!("{name}: median {median:.2?} of {}", shown.join(", "));
+        }
+        if let Some(mb) = peak_rss_mb() {
+            println!(
+                "workloads: peak RSS of the process running W1-W4 {runs} times each: {mb:.1} MB"
+            );
+        }
+        return;
+    }
+    let mut group = c.benchmark_group("workloads");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(6));
     for (name, program, expected) in &cases {
         group.bench_function(*name, |b| {
             b.iter_custom(|iters| warm_runs(iters, &host, &harness, &sandbox, program, expected))

@@ -86,12 +86,14 @@ impl ToolHost for PipelineHost {
         let call = self.pipeline.call(call);
         async move {
             let outcome = call.await;
+            let json = outcome.content_is_value_json.then_some(outcome.content);
             match (outcome.value, outcome.error) {
                 (_, Some(error)) => Err(error),
                 (Some(value), None) => Ok(ToolReply {
                     // The outcome is the last owner unless an observer kept the value.
                     value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
                     contexts: outcome.contexts,
+                    json,
                 }),
                 (None, None) => unreachable!("an outcome has a value or an error"),
             }

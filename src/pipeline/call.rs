@@ -159,6 +159,10 @@ pub struct CallOutcome {
     /// Why the call's durable record (its `tool/result` in the session log) could not be
     /// written; `None` when it was, or when the call has none (nested calls).
     pub durable_error: Option<String>,
+    /// `content` is exactly the compact JSON text of `value` (the default render of a value that
+    /// is not a string, untouched by post hooks and `finalize_content`): a caller that needs
+    /// that text takes `content` instead of serialising the value again.
+    pub content_is_value_json: bool,
 }
 
 impl CallOutcome {

@@ -15,6 +15,8 @@ use crate::tool::ToolDefinition;
 pub(crate) struct Finished {
     pub(crate) value: Arc<Value>,
     pub(crate) content: String,
+    /// `content` is the compact JSON text of `value` (see `CallOutcome::content_is_value_json`).
+    pub(crate) content_is_value_json: bool,
     /// The body's typed value, unless a hook replaced the value.
     pub(crate) typed: Option<Typed>,
 }
@@ -29,14 +31,26 @@ pub(crate) async fn finish(
     contexts: &mut Vec<ContextEntry>,
 ) -> Result<Finished, CallError> {
     let tool = info.tool;
-    check_result_size(&inner.limits, &value)?;
+    // The default render of a value that is not a string is its compact JSON text: made first,
+    // it also gives the result's size, and the sandbox hands the same text to the program (one
+    // serialisation of a large result instead of three).
+    let json_text = (tool.inner.render.is_none() && !value.is_string())
+        .then(|| crate::tool::default_render(&value));
+    let size = json_text
+        .as_ref()
+        .map_or_else(|| json_size(&value), |text| text.len() as u64);
+    check_result_size(&inner.limits, size)?;
     if let Some(schema) = &tool.inner.output {
         let issues = schema.issues(&value);
         if !issues.is_empty() {
             return Err(output_invalid(info.path, issues, None));
         }
     }
-    let mut content = render(tool, &value, typed.as_ref())?;
+    let mut content_is_value_json = json_text.is_some();
+    let mut content = match json_text {
+        Some(text) => text,
+        None => render(tool, &value, typed.as_ref())?,
+    };
     let mut value = Arc::new(value);
     let mut content_replaced = false;
     for hook in &inner.post_hooks {
@@ -66,6 +80,7 @@ pub(crate) async fn finish(
         if let Some(c) = action.replace_content {
             content = c;
             content_replaced = true;
+            content_is_value_json = false;
         }
         if let Some(v) = action.replace_value {
             if let Some(schema) = &tool.inner.output {
@@ -79,10 +94,13 @@ pub(crate) async fn finish(
             if !content_replaced {
                 content = render(tool, &v, None)?;
             }
+            content_is_value_json =
+                !content_replaced && tool.inner.render.is_none() && !v.is_string();
             value = Arc::new(v);
         }
     }
     if let Some(finalize) = &tool.inner.finalize {
+        content_is_value_json = false;
         let v = &value;
         content = std::panic::catch_unwind(AssertUnwindSafe(move || finalize(content, v)))
             .map_err(|_| tool_bug(info.path, "finalize_content panicked"))?;
@@ -90,6 +108,7 @@ pub(crate) async fn finish(
     Ok(Finished {
         value,
         content,
+        content_is_value_json,
         typed,
     })
 }
@@ -110,8 +129,7 @@ pub(crate) fn json_size(value: &Value) -> u64 {
     c.0
 }
 
-fn check_result_size(limits: &CallLimits, value: &Value) -> Result<(), CallError> {
-    let size = json_size(value);
+fn check_result_size(limits: &CallLimits, size: u64) -> Result<(), CallError> {
     if size > limits.max_result_bytes {
         let message = format!(
             "result is {size} bytes, over the limit of {} bytes",

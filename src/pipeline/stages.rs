@@ -52,6 +52,7 @@ struct Ready {
 struct Success {
     value: Arc<Value>,
     content: String,
+    content_is_value_json: bool,
     typed: Option<Typed>,
 }
 
@@ -316,6 +317,7 @@ async fn run(
     Ok(Success {
         value: done.value,
         content: done.content,
+        content_is_value_json: done.content_is_value_json,
         typed: done.typed,
     })
 }
@@ -329,6 +331,7 @@ fn complete(
     waits: Waits,
     executed: bool,
 ) -> CallOutcome {
+    let content_is_value_json = result.as_ref().is_ok_and(|s| s.content_is_value_json);
     let (status, value, content, typed, error) = match result {
         Ok(s) => (CallStatus::Ok, Some(s.value), s.content, s.typed, None),
         Err(e) => (CallStatus::Error, None, e.message.clone(), None, Some(e)),
@@ -433,5 +436,6 @@ fn complete(
         executed,
         typed,
         durable_error,
+        content_is_value_json,
     }
 }

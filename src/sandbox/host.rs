@@ -72,6 +72,11 @@ pub struct ToolReply {
     pub value: Value,
     /// Context attachments of post-execute hooks.
     pub contexts: Vec<ContextEntry>,
+    /// The compact JSON text of `value` (`serde_json::to_string(&value)`), when the host
+    /// already has it: the sandbox hands it to the program as is instead of serialising the
+    /// value again (a large result is then written once). `None`: the sandbox serialises.
+    #[serde(skip)]
+    pub json: Option<String>,
 }
 
 impl ToolReply {
@@ -80,6 +85,7 @@ impl ToolReply {
         ToolReply {
             value,
             contexts: Vec::new(),
+            json: None,
         }
     }
 }

@@ -243,8 +243,13 @@ pub(crate) async fn op_codemode_tool_call(
     };
     tools.active -= 1;
     match response {
-        Ok(ToolReply { value, contexts }) => {
-            let text = value.to_string();
+        Ok(ToolReply {
+            value,
+            contexts,
+            json,
+        }) => {
+            let text = json.unwrap_or_else(|| value.to_string());
+            drop(value);
             tools.bytes_kept += text.len() as u64;
             for entry in contexts {
                 tools.contexts.push(RunContext {

@@ -393,3 +393,56 @@ async fn a_policy_guard_denies_by_policy() {
         json!({"by": "policy", "reason": "shell is disabled"})
     );
 }
+
+/// A tool returning `value` through the default render, or `render` when given.
+fn returning(value: Value, render: bool) -> ToolDefinition {
+    let tool = ToolDefinition::builder("get")
+        .parameters(json!({"type": "object"}))
+        .execute(move |_: Value, _| {
+            let value = value.clone();
+            async move { Ok(value) }
+        });
+    let tool = if render {
+        tool.render(|v| format!("custom {v}"))
+    } else {
+        tool
+    };
+    tool.build().unwrap()
+}
+
+#[tokio::test]
+async fn content_is_the_value_json_exactly_when_it_is_the_default_render_of_a_non_string() {
+    let value = json!({"b": [1, 2.5, "x\"y"], "a": null});
+    let call = |p: Pipeline| async move { p.call(CallRequest::new("get", json!({}))).await };
+
+    let out = call(Pipeline::builder(registry([returning(value.clone(), false)])).build()).await;
+    assert!(out.content_is_value_json);
+    assert_eq!(out.content, value.to_string());
+
+    for p in [
+        // A string renders as itself, not as JSON.
+        Pipeline::builder(registry([returning(json!("text"), false)])).build(),
+        // A custom render.
+        Pipeline::builder(registry([returning(value.clone(), true)])).build(),
+        // Content replaced by a hook.
+        Pipeline::builder(registry([returning(value.clone(), false)]))
+            .post_hook(post_hook_fn("redact", |_| {
+                PostAction::keep().with_content("x")
+            }))
+            .build(),
+    ] {
+        let out = call(p).await;
+        assert!(out.is_ok());
+        assert!(!out.content_is_value_json, "{}", out.content);
+    }
+
+    // A replaced value is rendered again: its JSON again.
+    let p = Pipeline::builder(registry([returning(value.clone(), false)]))
+        .post_hook(post_hook_fn("replace", |_| {
+            PostAction::keep().with_value(json!([1, {"k": "v"}]))
+        }))
+        .build();
+    let out = call(p).await;
+    assert!(out.content_is_value_json);
+    assert_eq!(out.content, r#"[1,{"k":"v"}]"#);
+}

@@ -60,6 +60,7 @@ impl ToolHost for ScriptedHost {
                 "echo" | "mem.get" | "delete" => Ok(ToolReply {
                     value: json!({"echo": request.args, "seq": request.seq}),
                     contexts: vec![ContextEntry::new("note", format!("{} ran", request.path))],
+                    json: None,
                 }),
                 "slow" => {
                     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -1,0 +1,59 @@
+//! Where a warm run of `return 1 + 1` spends its time, layer by layer: the sandbox alone, through
+//! `CodeMode` (plus the static plan and admission), and through the `Harness` (plus the outer
+//! pipeline and the `run_code` tool). Each run starts once the pool holds a warm isolate.
+//!
+//! cargo run --release --example run_layers -- [RUNS=300]
+
+use codemode::sandbox::{Sandbox, SandboxConfig};
+use codemode::{Harness, ToolRegistry};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let harness = Harness::builder()
+        .sandbox(sandbox.clone())
+        .build(ToolRegistry::new())
+        .unwrap();
+    let n: u32 = std::env::args().nth(1).map_or(300, |a| a.parse().unwrap());
+    let wait = || {
+        while sandbox.warm_workers() < 1 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    };
+    for round in 0..2 {
+        let mut t = [Duration::ZERO; 3];
+        for _ in 0..n {
+            wait();
+            let s = Instant::now();
+            host.block_on(sandbox.run("return 1 + 1"));
+            t[0] += s.elapsed();
+            wait();
+            let s = Instant::now();
+            host.block_on(harness.code_mode().run(
+                "return 1 + 1",
+                Default::default(),
+                &Default::default(),
+            ));
+            t[1] += s.elapsed();
+            wait();
+            let s = Instant::now();
+            host.block_on(harness.run("return 1 + 1")).unwrap();
+            t[2] += s.elapsed();
+        }
+        println!(
+            "round {round}: sandbox {:?}, code_mode {:?}, harness {:?} per run",
+            t[0] / n,
+            t[1] / n,
+            t[2] / n
+        );
+    }
+}
