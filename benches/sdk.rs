@@ -79,5 +79,21 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// Learning a W4-sized result (10,000 records; the first 1,000 are folded): what the learn hook
+/// adds to such a call, against serialising the same value (what the pipeline does anyway).
+fn learned(c: &mut Criterion) {
+    let records = serde_json::Value::Array(
+        (0..10_000u64)
+            .map(|id| serde_json::json!({"id": id, "name": format!("record-{id}"), "score": (id * 7919) % 10_007}))
+            .collect(),
+    );
+    c.bench_function("learned/fold_10k_records", |b| {
+        b.iter(|| codemode::learned::Shape::of(black_box(&records)))
+    });
+    c.bench_function("learned/serialize_10k_records", |b| {
+        b.iter(|| black_box(&records).to_string().len())
+    });
+}
+
+criterion_group!(benches, bench, learned);
 criterion_main!(benches);

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod builtins;
 pub mod call;
 pub mod harness;
+pub mod learned;
 pub mod mcp;
 pub mod pipeline;
 pub mod policy;

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
+use super::types::TypesCacheArgs;
 use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::harness::CATALOG_NAMESPACE;
@@ -46,6 +47,8 @@ const _: () = assert!(
 pub struct McpArgs {
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    types: TypesCacheArgs,
     /// Also expose the visible tools directly, beside run_code (hybrid mode).
     #[arg(long)]
     expose_direct: bool,
@@ -108,6 +111,13 @@ pub fn mcp(args: McpArgs) -> i32 {
     let Some(mut sources) = load_sources("mcp", &args.sources, &runtime) else {
         return EXIT_USAGE;
     };
+    let types = match args.types.open("mcp") {
+        Ok(types) => types,
+        Err(message) => {
+            eprintln!("codemode mcp: {message}");
+            return EXIT_USAGE;
+        }
+    };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
     let policy_limits = sources.policy.limits();
     let workers = args.workers.or(policy_limits.workers).unwrap_or(2) as usize;
@@ -127,7 +137,7 @@ pub fn mcp(args: McpArgs) -> i32 {
         let parts = CatalogParts {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
-            harness: wiring::harness(&sources, limits, logs, args.program_approval)
+            harness: wiring::harness(&sources, limits, logs, args.program_approval, types)
                 .workers(workers)
                 .isolation(args.isolation.isolation(waiting_workers))
                 .discovery(args.discovery.into()),

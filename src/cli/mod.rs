@@ -10,6 +10,7 @@ mod sdk;
 mod sources;
 mod telemetry;
 mod tools_file;
+mod types;
 mod wiring;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +54,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Measure code mode against direct tool calls on scenario files.
     Bench(bench::BenchArgs),
+    /// The output types learned from results (show them, or learn from sample calls).
+    Types(types::TypesArgs),
 }
 
 /// Parse the arguments, run the command, and return the process exit code.
@@ -82,6 +85,7 @@ pub fn main() -> i32 {
         Command::Tools(args) => sdk::tools(args),
         Command::Mcp(args) => mcp::mcp(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Types(args) => types::types(args),
     };
     // `main` ends the process with `std::process::exit`, which would drop buffered spans.
     telemetry.shutdown();

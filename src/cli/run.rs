@@ -15,6 +15,7 @@ use super::output;
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
+use super::types::TypesCacheArgs;
 use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::pipeline::Approver;
@@ -55,6 +56,8 @@ pub struct RunArgs {
     program_approval: Option<ProgramApprovalFlag>,
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    types: TypesCacheArgs,
     /// Append the durable `tool/result` event of the run (the `run_code` call, with its outcome)
     /// to FILE as a JSON line.
     #[arg(long, value_name = "FILE")]
@@ -71,6 +74,13 @@ pub fn run(args: RunArgs) -> i32 {
     };
     let Some(sources) = load_sources("run", &args.sources, &runtime) else {
         return EXIT_USAGE;
+    };
+    let types = match args.types.open("run") {
+        Ok(types) => types,
+        Err(message) => {
+            eprintln!("codemode run: {message}");
+            return EXIT_USAGE;
+        }
     };
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
     let output_bytes = limits.output_bytes;
@@ -116,7 +126,7 @@ pub fn run(args: RunArgs) -> i32 {
         let screen = approver.screen_lock();
         let progress = ProgressSink::default();
         let observed = progress.clone();
-        let harness = wiring::harness(&sources, limits, logs, args.program_approval)
+        let harness = wiring::harness(&sources, limits, logs, args.program_approval, types)
             .workers(1)
             // One run: no other run could wait behind it.
             .isolation(args.isolation.isolation(0))

@@ -6,8 +6,9 @@ use clap::Args;
 
 use super::output;
 use super::sources::{self, SourceArgs, Sources};
+use super::types::TypesCacheArgs;
 use super::{EXIT_FAILED, EXIT_USAGE};
-use codemode::harness::{sdk_for, visible_tools};
+use codemode::harness::{sdk_with_types, visible_tools};
 
 #[derive(Args)]
 #[command(
@@ -16,6 +17,8 @@ use codemode::harness::{sdk_for, visible_tools};
 pub struct SdkArgs {
     #[command(flatten)]
     sources: SourceArgs,
+    #[command(flatten)]
+    types: TypesCacheArgs,
     /// Write the SDK here instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -113,7 +116,14 @@ pub fn sdk(args: SdkArgs) -> i32 {
     if !args.missing.check("sdk", &sources) {
         return EXIT_USAGE;
     }
-    let text = sdk_for(&sources.visible());
+    let types = match args.types.open("sdk") {
+        Ok(types) => types,
+        Err(message) => {
+            eprintln!("codemode sdk: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let text = sdk_with_types(&sources.visible(), types.as_ref());
     match args.out {
         Some(path) => match std::fs::write(&path, text) {
             Ok(()) => 0,

@@ -62,6 +62,8 @@ pub struct Sources {
     pub upstreams: Vec<UpstreamSource>,
     /// Upstreams that failed to start, with the reason.
     pub unavailable: Vec<String>,
+    /// The paths of the mock tools (`--tools`).
+    mock_paths: Vec<String>,
     /// Namespaces of started upstreams whose tool list changed.
     pub list_changed: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
@@ -77,6 +79,7 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
         Some(path) => load_mock_registry(path)?,
         None => ToolRegistry::new(),
     };
+    let mock_paths: Vec<String> = registry.tools().into_iter().map(|t| t.path).collect();
     let builtins = match &args.root {
         Some(root) => {
             let builtins = BuiltinTools::new(root).map_err(|e| format!("--root: {e}"))?;
@@ -129,6 +132,7 @@ pub fn load(args: &SourceArgs) -> Result<Sources, String> {
         upstream_specs,
         upstream_timeout: Duration::from_millis(args.upstream_timeout_ms),
         upstreams: Vec::new(),
+        mock_paths,
         list_changed: None,
         unavailable: Vec::new(),
     })
@@ -152,6 +156,11 @@ impl Sources {
     /// The built-in tools, with `--root`.
     pub fn builtins(&self) -> Option<&BuiltinTools> {
         self.builtins.as_ref()
+    }
+
+    /// The paths of the mock tools (`--tools`).
+    pub fn mock_paths(&self) -> Vec<String> {
+        self.mock_paths.clone()
     }
 
     /// The tools that never change (mock tools and built-ins).

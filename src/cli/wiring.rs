@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::sources::Sources;
 use codemode::harness::{Harness, HarnessBuilder};
+use codemode::learned::TypeStore;
 use codemode::pipeline::{AuditLog, EventSink, ProgramApproval, SessionLog, SessionLogOptions};
 use codemode::policy::PolicyLimits;
 use codemode::sandbox::{Isolation, Limits, MIB, ProcessConfig};
@@ -122,12 +123,14 @@ pub enum ProgramApprovalFlag {
 /// The Code Mode assembly over `sources`: the policy hook, the built-ins' path guard and the
 /// audit log on the inner pipeline; the session log on both (it keeps only durable events: the
 /// `run_code` calls and direct calls, never nested ones); program approval from the flag, else
-/// the policy's `program_approval`. The caller adds its approver.
+/// the policy's `program_approval`; output types learned into `types`. The caller adds its
+/// approver.
 pub fn harness(
     sources: &Sources,
     limits: Limits,
     logs: Logs,
     program_approval: Option<ProgramApprovalFlag>,
+    types: Option<TypeStore>,
 ) -> HarnessBuilder {
     let program_approval = match program_approval {
         Some(ProgramApprovalFlag::Ask) => ProgramApproval::Ask,
@@ -139,7 +142,12 @@ pub fn harness(
     let session = logs.session.map(|(_, log)| log);
     let audit = logs.audit.map(|(_, log)| log as Arc<dyn EventSink>);
     let outer_session = session.clone();
-    Harness::builder()
+    let mut builder = Harness::builder();
+    if let Some(types) = types {
+        // Mock tools (`--tools`) answer with samples: nothing to learn about the real tools.
+        builder = builder.learn_types(types.ignoring(sources.mock_paths()));
+    }
+    builder
         .limits(limits)
         .program_approval(program_approval)
         .inner(move |mut pipeline| {

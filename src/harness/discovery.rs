@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{sdk_for, sdk_tool, visible_tools};
+use crate::learned::TypeStore;
 use crate::pipeline::ToolFailure;
 use crate::sdk::generate_sdk;
 use crate::tool::{RegistryError, ToolDefinition, ToolInfo, ToolRegistry};
@@ -33,9 +34,19 @@ pub fn register_discovery(
     registry: &mut ToolRegistry,
     visible: &ToolRegistry,
 ) -> Result<(), RegistryError> {
+    register(registry, visible, None)
+}
+
+/// [`register_discovery`]; `catalog.describe` declares the output types learned in `types` (as
+/// known when it is called, so types learned in this session show).
+pub(crate) fn register(
+    registry: &mut ToolRegistry,
+    visible: &ToolRegistry,
+    types: Option<TypeStore>,
+) -> Result<(), RegistryError> {
     let tools: Arc<Vec<ToolInfo>> = Arc::new(visible_tools(visible));
     registry.register_namespaced(CATALOG_NAMESPACE, search_tool(Arc::clone(&tools)))?;
-    registry.register_namespaced(CATALOG_NAMESPACE, describe_tool(tools))?;
+    registry.register_namespaced(CATALOG_NAMESPACE, describe_tool(tools, types))?;
     Ok(())
 }
 
@@ -74,7 +85,7 @@ fn search_tool(tools: Arc<Vec<ToolInfo>>) -> ToolDefinition {
         .expect("the search tool's fixed schemas compile")
 }
 
-fn describe_tool(tools: Arc<Vec<ToolInfo>>) -> ToolDefinition {
+fn describe_tool(tools: Arc<Vec<ToolInfo>>, types: Option<TypeStore>) -> ToolDefinition {
     ToolDefinition::builder("describe")
         .description("The TypeScript declaration of one tool (its input and output types), by path as catalog.search returns it, e.g. \"memory.create_entities\".")
         .parameters(json!({
@@ -99,7 +110,7 @@ fn describe_tool(tools: Arc<Vec<ToolInfo>>) -> ToolDefinition {
                 Some(tool) => Ok(json!({
                     "path": tool.path,
                     "description": tool.description,
-                    "typescript": generate_sdk(&[sdk_tool(tool.clone())]),
+                    "typescript": generate_sdk(&[sdk_tool(tool.clone(), types.as_ref())]),
                 })),
                 None => {
                     let close: Vec<String> = search(&tools, &path.replace(['.', '_'], " "), 3)

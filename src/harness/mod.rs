@@ -44,6 +44,7 @@ pub use code_mode::CodeMode;
 pub use run_code::RUN_CODE;
 
 use crate::call::{CallError, CallLimits, Extensions, Limits, RunId};
+use crate::learned::TypeStore;
 use crate::pipeline::{CallOutcome, CallRequest, Pipeline, PipelineBuilder, ProgramApproval};
 use crate::sandbox::{RunOutcome, Sandbox, SandboxConfig, SandboxStartError};
 use crate::sdk::{SdkTool, generate_sdk};
@@ -107,6 +108,7 @@ pub struct HarnessBuilder {
     sandbox: Arc<Mutex<Option<Sandbox>>>,
     discovery: Discovery,
     program_approval: ProgramApproval,
+    types: Option<TypeStore>,
     inner: Vec<Customize>,
     outer: Vec<Customize>,
 }
@@ -117,6 +119,7 @@ impl fmt::Debug for HarnessBuilder {
             .field("config", &self.config)
             .field("discovery", &self.discovery)
             .field("program_approval", &self.program_approval)
+            .field("types", &self.types)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +131,7 @@ impl Default for HarnessBuilder {
             sandbox: Arc::default(),
             discovery: Discovery::Off,
             program_approval: ProgramApproval::Off,
+            types: None,
             inner: Vec::new(),
             outer: Vec::new(),
         }
@@ -185,6 +189,15 @@ impl HarnessBuilder {
         self
     }
 
+    /// Learns output types from results: every successful nested call of a tool without an
+    /// output schema is folded into `store` (by a post hook after the customizations'), and the
+    /// SDK in the `run_code` description (and `catalog.describe`) declares what `store` knows.
+    /// After each run, what it learned is saved to the store's file. Default: none.
+    pub fn learn_types(mut self, store: TypeStore) -> Self {
+        self.types = Some(store);
+        self
+    }
+
     /// What the inner pipeline gets beside the tools: the policy hook, guards, the approver,
     /// observers (audit, progress). Every nested call of a program goes through it. Calls
     /// compose: each one adds to what the earlier ones added (a server adds its approver and
@@ -220,7 +233,8 @@ impl HarnessBuilder {
             )));
         }
         let limits = self.config.limits.clone();
-        let full_sdk = sdk_for(&visible);
+        let types = self.types.as_ref();
+        let full_sdk = sdk_with_types(&visible, types);
         let discovery = match self.discovery {
             Discovery::On => true,
             Discovery::Off => false,
@@ -229,13 +243,17 @@ impl HarnessBuilder {
         // What programs can call: the visible tools, plus `catalog.*` in discovery mode.
         let mut callable = visible.clone();
         let sdk = if discovery {
-            register_discovery(&mut callable, &visible).map_err(HarnessError::Discovery)?;
+            discovery::register(&mut callable, &visible, types.cloned())
+                .map_err(HarnessError::Discovery)?;
             discovery_sdk(&visible)
         } else {
             full_sdk
         };
 
-        let inner = customize(&self.inner, Pipeline::builder(callable).limits(limits.call));
+        let mut inner = customize(&self.inner, Pipeline::builder(callable).limits(limits.call));
+        if let Some(types) = types {
+            inner = inner.post_hook(types.hook());
+        }
         let inner = inner.build();
         let code_mode = CodeMode::with_program_approval(
             self.started_sandbox()?,
@@ -243,7 +261,8 @@ impl HarnessBuilder {
             inner.clone(),
             self.program_approval,
         );
-        let run_code = run_code::run_code_tool(&code_mode, run_code::description(&sdk, &limits))
+        let description = run_code::description(&sdk, &limits);
+        let run_code = run_code::run_code_tool(&code_mode, description, types.cloned())
             .map_err(|e: ToolBuildError| HarnessError::RunCode(e.to_string()))?;
 
         let mut registry = ToolRegistry::new();
@@ -414,18 +433,31 @@ pub fn visible_tools(registry: &ToolRegistry) -> Vec<ToolInfo> {
 
 /// The TypeScript SDK (`tools.d.ts`) of the visible tools.
 pub fn sdk_for(registry: &ToolRegistry) -> String {
-    let tools: Vec<SdkTool> = visible_tools(registry).into_iter().map(sdk_tool).collect();
+    sdk_with_types(registry, None)
+}
+
+/// [`sdk_for`], with the output types `types` learned for tools that declare none.
+pub fn sdk_with_types(registry: &ToolRegistry, types: Option<&TypeStore>) -> String {
+    let tools: Vec<SdkTool> = visible_tools(registry)
+        .into_iter()
+        .map(|t| sdk_tool(t, types))
+        .collect();
     generate_sdk(&tools)
 }
 
-/// A visible tool as the SDK generator sees it.
-pub(crate) fn sdk_tool(t: ToolInfo) -> SdkTool {
+/// A visible tool as the SDK generator sees it: its declared output schema, else the one
+/// learned in `types`.
+pub(crate) fn sdk_tool(t: ToolInfo, types: Option<&TypeStore>) -> SdkTool {
+    let output_schema = match types {
+        Some(types) => types.output_schema_of(&t),
+        None => t.output_schema,
+    };
     SdkTool {
         namespace: t.namespace,
         sandbox_name: t.sandbox_name,
         original_name: t.name,
         description: t.description,
         input_schema: t.parameters,
-        output_schema: t.output_schema,
+        output_schema,
     }
 }

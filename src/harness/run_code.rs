@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::CodeMode;
 use crate::call::Limits;
+use crate::learned::TypeStore;
 use crate::sandbox::{RunOutcome, render};
 use crate::sdk::run_code_description;
 use crate::tool::{Card, ToolBuildError, ToolDefinition, ValueFailure};
@@ -27,9 +28,20 @@ pub(crate) fn description(sdk: &str, limits: &Limits) -> String {
 }
 
 /// The `run_code` tool over `code_mode`, with `description`.
+/// Adds what the run's calls taught `types` to its file, off the async threads. A cache that
+/// cannot be written costs the learning, never the run: it is logged, and retried next run.
+async fn save_learned(types: TypeStore) {
+    match tokio::task::spawn_blocking(move || types.save()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "learned output types were not saved"),
+        Err(error) => tracing::warn!(%error, "saving learned output types failed"),
+    }
+}
+
 pub(crate) fn run_code_tool(
     code_mode: &CodeMode,
     description: String,
+    types: Option<TypeStore>,
 ) -> Result<ToolDefinition, ToolBuildError> {
     let code_mode = code_mode.clone();
     let output_bytes = code_mode.limits().output_bytes;
@@ -43,11 +55,16 @@ pub(crate) fn run_code_tool(
         }))
         .execute_typed(move |args: Value, exec| {
             let code_mode = code_mode.clone();
+            let types = types.clone();
             async move {
                 // The pipeline validated the arguments against the schema above.
                 let RunCodeArgs { code } = serde_json::from_value(args)
                     .map_err(|e| crate::call::ToolFailure::new(format!("run_code: {e}")))?;
-                Ok(code_mode.run(&code, exec.cancel.clone(), &exec.extensions).await)
+                let outcome = code_mode.run(&code, exec.cancel.clone(), &exec.extensions).await;
+                if let Some(types) = types {
+                    save_learned(types).await;
+                }
+                Ok(outcome)
             }
         })
         .render_typed(move |outcome: &RunOutcome| render(outcome, output_bytes))

@@ -58,6 +58,29 @@ pub fn generate_sdk(tools: &[SdkTool]) -> String {
     declaration::render_sdk(tools)
 }
 
+/// `schema` as TypeScript declarations: `name` for the schema itself, then one per `$defs`
+/// entry it references (named with `name` as prefix), as `tools.d.ts` would declare them.
+pub fn declare_type(name: &str, schema: &serde_json::Value) -> String {
+    let mut names = naming::NameAllocator::with_reserved(
+        runtime_types::RESERVED_TYPE_NAMES
+            .iter()
+            .chain(naming::LIB_GLOBAL_TYPES)
+            .copied(),
+    );
+    let name = names.allocate(name);
+    let mut out = String::new();
+    for (i, declaration) in schema_to_ts::convert_document(schema, &name, &name, &mut names)
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            out.push('\n');
+        }
+        declaration::write_declaration(&mut out, declaration);
+    }
+    out
+}
+
 /// The description of the `run_code` tool: how a program runs, what comes back (console and
 /// return value), the `limits`, how errors look (`ToolError` and its codes), and `sdk`.
 pub fn run_code_description(sdk: &str, limits: &crate::call::Limits) -> String {

@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 pub fn codemode() -> Command {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    // Learned output types would otherwise go to (and come from) the user's cache.
+    command.env("CODEMODE_TYPES_CACHE", "off");
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
     unsafe {
         command.pre_exec(|| {

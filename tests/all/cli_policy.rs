@@ -374,6 +374,7 @@ fn spawn_on_a_terminal(args: &[&str]) -> Option<std::process::Child> {
     Some(
         Command::new("script")
             .args(["-qec", &line, "/dev/null"])
+            .env("CODEMODE_TYPES_CACHE", "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -88,6 +88,7 @@ fn run_binary(args: &[String], stdin: &[u8]) -> Ran {
     let started = Instant::now();
     // Its own process group keeps it away from the terminal.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .env("CODEMODE_TYPES_CACHE", "off")
         .process_group(0)
         .args(args)
         .stdin(Stdio::piped())

@@ -17,21 +17,25 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sandbox", &["call"]),
     ("policy", &["call", "schema", "tool", "pipeline"]),
     ("builtins", &["call", "schema", "tool", "pipeline"]),
+    ("learned", &["call", "tool", "pipeline"]),
     (
         "harness",
-        &["call", "schema", "sdk", "tool", "pipeline", "sandbox"],
+        &[
+            "call", "schema", "sdk", "tool", "pipeline", "sandbox", "learned",
+        ],
     ),
     (
         "mcp",
         &[
-            "call", "schema", "sdk", "tool", "pipeline", "sandbox", "policy", "builtins", "harness",
+            "call", "schema", "sdk", "tool", "pipeline", "sandbox", "policy", "builtins",
+            "learned", "harness",
         ],
     ),
     (
         "bench",
         &[
             "call", "schema", "sdk", "tool", "pipeline", "sandbox", "policy", "builtins",
-            "harness", "mcp",
+            "learned", "harness", "mcp",
         ],
     ),
 ];

@@ -24,6 +24,7 @@ mod hostile_corpus;
 mod import;
 mod isolation;
 mod layering;
+mod learned_types;
 mod lifecycle;
 mod limits;
 mod mcp_e2e;

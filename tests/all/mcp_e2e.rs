@@ -72,7 +72,7 @@ fn unreachable_registry() -> Option<&'static str> {
 }
 
 /// The components, or `None` after saying loudly why the test is skipped.
-fn deps_or_skip(test: &str) -> Option<PathBuf> {
+pub(crate) fn deps_or_skip(test: &str) -> Option<PathBuf> {
     match deps() {
         Ok(deps) => Some(deps),
         Err(reason) => {
@@ -255,6 +255,7 @@ fn two_upstream_tools_mapping_to_one_sandbox_name_are_a_startup_error_naming_bot
     };
     for command in ["tools", "sdk", "mcp"] {
         let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+            .env("CODEMODE_TYPES_CACHE", "off")
             .args([
                 command,
                 "--upstream",
@@ -296,6 +297,7 @@ return g.entities.map((e: {name: string}) => e.name);"#,
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .env("CODEMODE_TYPES_CACHE", "off")
         .args([
             "run",
             "--json",

@@ -3,4 +3,4 @@
 
 mod corpus;
 mod generate;
-mod tsc;
+pub(crate) mod tsc;

@@ -14,6 +14,7 @@ import time
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 import mcp_types as types
 
 SCENARIO, BIN, DEPS, WORK = sys.argv[1:5]
@@ -34,7 +35,10 @@ def memory_upstream():
 
 
 def server(*flags):
-    return StdioServerParameters(command=BIN, args=["mcp", *flags], cwd=WORK)
+    # The client passes only a few variables (HOME among them) to the server: without this the
+    # learned output types would go to, and come from, the user's cache.
+    env = {**get_default_environment(), "CODEMODE_TYPES_CACHE": "off"}
+    return StdioServerParameters(command=BIN, args=["mcp", *flags], cwd=WORK, env=env)
 
 
 def check(cond, message):

@@ -14,7 +14,7 @@ use codemode::sdk::generate_sdk;
 use super::corpus::{corpus, fixtures_dir};
 
 /// The tsc binary, or `None` (after saying loudly why) when it cannot be had.
-fn tsc(test: &str) -> Option<&'static Path> {
+pub(crate) fn tsc(test: &str) -> Option<&'static Path> {
     static TSC: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     // One lookup per process: concurrent tests must not run two npm installs into one dir.
     match TSC.get_or_init(find_or_install_tsc) {
@@ -65,15 +65,15 @@ fn find_or_install_tsc() -> Result<PathBuf, String> {
 }
 
 /// The result of one tsc run.
-struct Checked {
-    success: bool,
-    output: String,
-    dir: PathBuf,
+pub(crate) struct Checked {
+    pub(crate) success: bool,
+    pub(crate) output: String,
+    pub(crate) dir: PathBuf,
 }
 
 /// Writes `tools.d.ts` and each program (wrapped as the runtime wraps model code) into a
 /// fresh directory named `case`, and runs `tsc --strict --noEmit` on them.
-fn check(tsc: &Path, case: &str, sdk: &str, programs: &[(String, String)]) -> Checked {
+pub(crate) fn check(tsc: &Path, case: &str, sdk: &str, programs: &[(String, String)]) -> Checked {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("sdk-tsc")
         .join(case);
