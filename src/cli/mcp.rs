@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::types::TypesCacheArgs;
+use super::types::{TypesCacheArgs, save_types};
 use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::harness::CATALOG_NAMESPACE;
@@ -137,7 +137,7 @@ pub fn mcp(args: McpArgs) -> i32 {
         let parts = CatalogParts {
             base: sources.base().clone(),
             upstreams: std::mem::take(&mut sources.upstreams),
-            harness: wiring::harness(&sources, limits, logs, args.program_approval, types)
+            harness: wiring::harness(&sources, limits, logs, args.program_approval, types.clone())
                 .workers(workers)
                 .isolation(args.isolation.isolation(waiting_workers))
                 .discovery(args.discovery.into()),
@@ -160,6 +160,7 @@ pub fn mcp(args: McpArgs) -> i32 {
     });
     // Upstream processes are killed with their connections; don't wait on stray tasks.
     runtime.shutdown_background();
+    save_types("mcp", types.as_ref());
     match served {
         Ok(()) => 0,
         Err(message) => {

@@ -15,7 +15,7 @@ use super::output;
 use super::progress::{ProgressDisplay, ProgressSink};
 use super::sdk::{load_sources, runtime};
 use super::sources::SourceArgs;
-use super::types::TypesCacheArgs;
+use super::types::{TypesCacheArgs, save_types};
 use super::wiring::{self, IsolationFlag, Logs, ProgramApprovalFlag, run_limits};
 use super::{EXIT_FAILED, EXIT_USAGE};
 use codemode::pipeline::Approver;
@@ -126,7 +126,7 @@ pub fn run(args: RunArgs) -> i32 {
         let screen = approver.screen_lock();
         let progress = ProgressSink::default();
         let observed = progress.clone();
-        let harness = wiring::harness(&sources, limits, logs, args.program_approval, types)
+        let harness = wiring::harness(&sources, limits, logs, args.program_approval, types.clone())
             .workers(1)
             // One run: no other run could wait behind it.
             .isolation(args.isolation.isolation(0))
@@ -156,6 +156,8 @@ pub fn run(args: RunArgs) -> i32 {
     });
     // A prompt still waiting on the terminal must not keep the process alive.
     runtime.shutdown_background();
+    // The run's own save is in the background; the process is about to end.
+    save_types("run", types.as_ref());
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(message) => {

@@ -39,10 +39,16 @@ impl TypesCacheArgs {
     /// that cannot be read is an input error (the message); the default one only a warning,
     /// after which nothing is learned (and the file is left alone).
     pub fn open(&self, command: &str) -> Result<Option<TypeStore>, String> {
+        self.open_with(command, false)
+    }
+
+    /// [`TypesCacheArgs::open`]; with `strict`, a default cache that cannot be read is an
+    /// error too.
+    fn open_with(&self, command: &str, strict: bool) -> Result<Option<TypeStore>, String> {
         let chosen = self
             .types_cache
             .clone()
-            .or_else(|| std::env::var_os(CACHE_ENV).map(PathBuf::from));
+            .or_else(|| non_empty_env(CACHE_ENV).map(PathBuf::from));
         match chosen {
             Some(path) if path.as_os_str() == OFF => Ok(None),
             Some(path) => TypeStore::open(path)
@@ -52,6 +58,7 @@ impl TypesCacheArgs {
                 None => Ok(None),
                 Some(path) => match TypeStore::open(path) {
                     Ok(store) => Ok(Some(store)),
+                    Err(e) if strict => Err(e.to_string()),
                     Err(e) => {
                         eprintln!(
                             "codemode {command}: warning: {e}; output types are not learned in this run"
@@ -67,7 +74,7 @@ impl TypesCacheArgs {
 impl TypesCacheArgs {
     /// The store of a command that has nothing to do without one; `None` after printing why.
     fn open_required(&self, command: &str) -> Option<TypeStore> {
-        match self.open(command) {
+        match self.open_with(command, true) {
             Ok(Some(store)) => Some(store),
             Ok(None) => {
                 eprintln!(
@@ -83,13 +90,26 @@ impl TypesCacheArgs {
     }
 }
 
-/// `$XDG_CACHE_HOME/codemode/types.json`, else `$HOME/.cache/codemode/types.json`.
+/// `$XDG_CACHE_HOME/codemode/types.json`, else `$HOME/.cache/codemode/types.json` (a
+/// relative `XDG_CACHE_HOME` is ignored, as the XDG spec says).
 fn default_cache() -> Option<PathBuf> {
-    let non_empty = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    let base = non_empty("XDG_CACHE_HOME")
+    let base = non_empty_env("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .or_else(|| non_empty("HOME").map(|home| Path::new(&home).join(".cache")))?;
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| non_empty_env("HOME").map(|home| Path::new(&home).join(".cache")))?;
     Some(base.join("codemode").join("types.json"))
+}
+
+/// An environment variable, unless unset or empty.
+fn non_empty_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// Saves what `types` learned; a failure is a warning (the learning is lost, not the work).
+pub fn save_types(command: &str, types: Option<&TypeStore>) {
+    if let Some(Err(e)) = types.map(TypeStore::save) {
+        eprintln!("codemode {command}: warning: learned output types were not saved: {e}");
+    }
 }
 
 #[derive(Args)]
@@ -182,16 +202,22 @@ fn show(args: ShowArgs) -> i32 {
     }
 }
 
-/// `github.create_issue` → `GithubCreateIssue`.
+/// `github.create_issue` → `GithubCreateIssue`; `_` in front when it would start with a digit.
 fn pascal(path: &str) -> String {
-    path.split(|c: char| !c.is_ascii_alphanumeric())
+    let name: String = path
+        .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|word| !word.is_empty())
         .map(|word| {
             let mut chars = word.chars();
             let first = chars.next().map(|c| c.to_ascii_uppercase());
             first.into_iter().chain(chars).collect::<String>()
         })
-        .collect()
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{name}")
+    } else {
+        name
+    }
 }
 
 /// One entry of `--calls`.
@@ -304,7 +330,7 @@ fn learn(args: LearnArgs) -> i32 {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     eprintln!(
-        "{} of {} calls succeeded; their output types are in {path} (codemode types show)",
+        "{} of {} calls succeeded; the types of those whose tools declare no output schema are in {path} (codemode types show)",
         calls.len() - failed,
         calls.len()
     );

@@ -27,17 +27,19 @@ pub(crate) fn description(sdk: &str, limits: &Limits) -> String {
     run_code_description(sdk, limits)
 }
 
-/// The `run_code` tool over `code_mode`, with `description`.
-/// Adds what the run's calls taught `types` to its file, off the async threads. A cache that
-/// cannot be written costs the learning, never the run: it is logged, and retried next run.
-async fn save_learned(types: TypeStore) {
-    match tokio::task::spawn_blocking(move || types.save()).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::warn!(%error, "learned output types were not saved"),
-        Err(error) => tracing::warn!(%error, "saving learned output types failed"),
-    }
+/// Adds what the run's calls taught `types` to its file, on a blocking thread the run does not
+/// wait for (a save may wait on another process's). A cache that cannot be written costs the
+/// learning, never the run: it is logged, and retried after the next run. A process that ends
+/// right after a run saves once more itself ([`TypeStore::save`]).
+fn save_learned(types: TypeStore) {
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = types.save() {
+            tracing::warn!(%error, "learned output types were not saved");
+        }
+    });
 }
 
+/// The `run_code` tool over `code_mode`, with `description`.
 pub(crate) fn run_code_tool(
     code_mode: &CodeMode,
     description: String,
@@ -62,7 +64,7 @@ pub(crate) fn run_code_tool(
                     .map_err(|e| crate::call::ToolFailure::new(format!("run_code: {e}")))?;
                 let outcome = code_mode.run(&code, exec.cancel.clone(), &exec.extensions).await;
                 if let Some(types) = types {
-                    save_learned(types).await;
+                    save_learned(types);
                 }
                 Ok(outcome)
             }

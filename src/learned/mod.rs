@@ -32,9 +32,10 @@ use futures::future::{BoxFuture, ready};
 
 pub use schema::learned_schema;
 pub use shape::{
-    FieldShape, MAX_ARRAY_SAMPLE, MAX_DEPTH, MAX_FIELDS, MAX_NODES, ObjectShape, Shape,
+    FieldShape, MAX_ARRAY_SAMPLE, MAX_DEPTH, MAX_FIELDS, MAX_NAME_BYTES, MAX_NODES, ObjectShape,
+    RENDERED_NODES, Shape,
 };
-pub use store::{Learned, ToolKey, TypeStore, TypeStoreError};
+pub use store::{LOCK_WAIT, Learned, ToolKey, TypeStore, TypeStoreError};
 
 use crate::call::HookError;
 use crate::pipeline::{PostAction, PostExecuteHook, PostInfo};

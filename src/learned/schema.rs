@@ -3,13 +3,19 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shape::Shape;
+use super::shape::{RENDERED_NODES, Shape};
 
 /// The JSON Schema of `shape`, with `description` on the root saying it was learned from
 /// `results` results. Objects are closed (a misspelt field fails type checking); a position
 /// that became a map is `additionalProperties`.
+///
+/// A shape of more than [`RENDERED_NODES`] positions is shown without its deepest levels.
 pub fn learned_schema(shape: &Shape, results: u64) -> Value {
-    let mut schema = schema_of(shape);
+    let mut schema = if shape.nodes() > RENDERED_NODES {
+        schema_of(&shape.within(RENDERED_NODES))
+    } else {
+        schema_of(shape)
+    };
     let plural = if results == 1 { "" } else { "s" };
     let description = format!(
         "Inferred by codemode from {results} successful result{plural} of this tool (it declares no output schema): fields seen in every result are required. A result that does not fit widens it; no call fails for it."

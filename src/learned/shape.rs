@@ -4,9 +4,11 @@
 //! each field was there. It never keeps a value: strings stay `string`, numbers `number`, and
 //! no literal or enum type is ever inferred. Field names are kept (they are the type).
 //!
-//! Folding is order-independent: the shape of a set of results does not depend on the order
-//! they came in, and two shapes [`merge`](Shape::merge) to the shape of both their results.
-//! That is what lets several processes share one cache file.
+//! Folding is order-independent below the storage budget ([`MAX_NODES`]): the shape of a set of
+//! results does not depend on the order they came in, and two shapes [`merge`](Shape::merge) to
+//! the shape of both their results. That is what lets several processes share one cache file.
+//! Rendering takes its own, smaller budget ([`RENDERED_NODES`]) from a copy, so what is kept
+//! never depends on what was shown.
 
 use std::collections::BTreeMap;
 
@@ -19,11 +21,17 @@ pub const MAX_DEPTH: usize = 8;
 /// are dropped and their values merged into one `[key: string]: T` (ids as keys would
 /// otherwise be learned as field names, and grow without bound).
 pub const MAX_FIELDS: usize = 64;
+/// A name longer than this (in bytes) is data, not a field name: its object is a map at once.
+/// So are names that are all digits, hold whitespace, a `/`, an `@` after the first character,
+/// or look like a UUID (ids, paths and e-mail addresses used as keys).
+pub const MAX_NAME_BYTES: usize = 64;
 /// At most this many elements of one array are folded per result (the first ones).
 pub const MAX_ARRAY_SAMPLE: usize = 1_000;
-/// A shape above this many positions loses depth until it fits (the deepest levels become
-/// `unknown`), so one tool's entry stays small whatever it returns.
-pub const MAX_NODES: usize = 1_000;
+/// A kept shape above this many positions loses depth until it fits (the deepest levels become
+/// `unknown`), so one tool's entry stays bounded whatever it returns.
+pub const MAX_NODES: usize = 10_000;
+/// What the SDK shows of a shape: a copy above this many positions loses depth until it fits.
+pub const RENDERED_NODES: usize = 1_000;
 
 /// The kinds seen at one position of a result. An empty shape is `never` (e.g. the elements of
 /// arrays that were always empty).
@@ -92,13 +100,20 @@ impl Shape {
     /// Adds one observation (a whole result) to the shape.
     pub fn fold(&mut self, value: &Value) {
         self.fold_at(value, 0);
-        self.fit_budget();
+        self.fit_budget(MAX_NODES);
     }
 
     /// Adds every observation of `other`.
     pub fn merge(&mut self, other: &Shape) {
         self.merge_at(other, 0);
-        self.fit_budget();
+        self.fit_budget(MAX_NODES);
+    }
+
+    /// A copy with at most `nodes` positions: the deepest levels become `unknown` until it fits.
+    pub fn within(&self, nodes: usize) -> Shape {
+        let mut copy = self.clone();
+        copy.fit_budget(nodes);
+        copy
     }
 
     /// Whether no value was ever seen here (`never`).
@@ -152,13 +167,14 @@ impl Shape {
             Value::Object(fields) => {
                 let object = self.object.get_or_insert_with(ObjectShape::default);
                 object.count += 1;
-                if let Some(map) = object.map.as_mut() {
-                    for value in fields.values() {
-                        map.fold_at(value, depth + 1);
-                    }
-                    return;
+                if object.map.is_none() && fields.keys().any(|name| is_data_like(name)) {
+                    object.become_map();
                 }
                 for (name, value) in fields {
+                    if let Some(map) = object.map.as_mut() {
+                        map.fold_at(value, depth + 1);
+                        continue;
+                    }
                     // `get_mut` first: the name is only copied the first time it is seen.
                     let field = match object.fields.get_mut(name.as_str()) {
                         Some(field) => field,
@@ -166,8 +182,9 @@ impl Shape {
                     };
                     field.seen += 1;
                     field.shape.fold_at(value, depth + 1);
+                    // Checked per name: a result with a million keys never holds them all.
+                    object.collapse_if_wide();
                 }
-                object.collapse_if_wide();
             }
         }
     }
@@ -221,10 +238,10 @@ impl Shape {
         };
     }
 
-    /// Drops depth until the shape has at most [`MAX_NODES`] positions.
-    fn fit_budget(&mut self) {
+    /// Drops depth until the shape has at most `budget` positions.
+    fn fit_budget(&mut self, budget: usize) {
         let mut depth = MAX_DEPTH;
-        while self.nodes() > MAX_NODES && depth > 0 {
+        while self.nodes() > budget && depth > 0 {
             depth -= 1;
             self.truncate(0, depth);
         }
@@ -249,6 +266,26 @@ impl Shape {
             }
         }
     }
+}
+
+/// Whether a key is more likely a value (an id, a path, an address) than a field name.
+fn is_data_like(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    name.len() > MAX_NAME_BYTES
+        || (!bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit))
+        || name.chars().any(char::is_whitespace)
+        || name.contains('/')
+        || name.find('@').is_some_and(|i| i > 0)
+        || is_uuid(bytes)
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(bytes: &[u8]) -> bool {
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
 }
 
 impl ObjectShape {

@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,7 +41,9 @@ impl ToolKey {
     /// input schema `parameters`.
     pub fn new(path: &str, name: &str, parameters: &Value) -> ToolKey {
         let source = path.split_once('.').map_or("", |(namespace, _)| namespace);
-        let digest = Sha256::digest(parameters.to_string().as_bytes());
+        let mut canonical = String::new();
+        write_canonical(parameters, &mut canonical);
+        let digest = Sha256::digest(canonical.as_bytes());
         let input_schema = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         ToolKey {
             source: source.to_owned(),
@@ -55,6 +59,37 @@ impl ToolKey {
         } else {
             format!("{}.{}", self.source, self.tool)
         }
+    }
+}
+
+/// `value` as JSON with every object's keys sorted: one schema, one text, in any key order.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -134,6 +169,9 @@ pub struct TypeStore {
 struct Inner {
     path: Option<PathBuf>,
     state: Mutex<State>,
+    /// Held through a whole save (file I/O included), so saves of one process take turns and
+    /// each leaves `saved` as the file it wrote. The hook never waits on it.
+    saving: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -173,6 +211,7 @@ impl TypeStore {
                     saved,
                     pending: BTreeMap::new(),
                 }),
+                saving: Mutex::new(()),
             }),
             ignored: Arc::default(),
         })
@@ -199,12 +238,14 @@ impl TypeStore {
         self.inner.path.as_deref()
     }
 
-    /// Folds one successful result of the tool `key` into its shape.
+    /// Folds one successful result of the tool `key` into its shape. The value is read before
+    /// the store is locked; only the (small) shape is merged under the lock.
     pub fn record(&self, key: ToolKey, value: &Value) {
+        let shape = Shape::of(value);
         let mut state = self.state();
         let learned = state.pending.entry(key).or_default();
         learned.results += 1;
-        learned.shape.fold(value);
+        learned.shape.merge(&shape);
     }
 
     /// What is known about the tool `key`: the file's and this process's results.
@@ -231,38 +272,67 @@ impl TypeStore {
     /// other writers' results are kept) and replaces it atomically. Returns whether the file
     /// was written: not when nothing new was learned, nor for a store without a file.
     ///
+    /// The store is not locked while the file is: results recorded meanwhile wait for the
+    /// next save.
+    ///
     /// # Errors
-    /// The file could not be read, locked or written; what was learned stays pending.
+    /// The file could not be read, locked (within [`LOCK_WAIT`]) or written; what was learned
+    /// stays pending.
     pub fn save(&self) -> Result<bool, TypeStoreError> {
         let Some(path) = self.inner.path.as_deref() else {
             return Ok(false);
         };
-        let mut state = self.state();
-        if state.pending.is_empty() {
+        let _turn = self.inner.saving.lock().unwrap_or_else(|e| e.into_inner());
+        let pending = std::mem::take(&mut self.state().pending);
+        if pending.is_empty() {
             return Ok(false);
         }
-        let write_error = |source| TypeStoreError::Write {
-            path: path.to_owned(),
-            source,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(write_error)?;
+        match merge_into_file(path, &pending) {
+            Ok(merged) => {
+                self.state().saved = merged;
+                Ok(true)
+            }
+            Err(error) => {
+                let mut state = self.state();
+                for (key, learned) in pending {
+                    state.pending.entry(key).or_default().merge(&learned);
+                }
+                Err(error)
+            }
         }
-        let _lock = FileLock::acquire(&lock_path(path)).map_err(write_error)?;
-        let mut merged = read_file(path)?;
-        for (key, learned) in &state.pending {
-            merged.entry(key.clone()).or_default().merge(learned);
-        }
-        write_file(path, &merged).map_err(write_error)?;
-        state.saved = merged;
-        state.pending.clear();
-        Ok(true)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while folding leaves at worst a partly folded shape: still a valid shape.
         self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// How long a save waits for another process's save before giving up (it is retried later).
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Under the file's lock: the file as it is now, plus `pending`, written back. Returns what
+/// was written.
+fn merge_into_file(
+    path: &Path,
+    pending: &BTreeMap<ToolKey, Learned>,
+) -> Result<BTreeMap<ToolKey, Learned>, TypeStoreError> {
+    let write_error = |source| TypeStoreError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).map_err(write_error)?;
+    let _lock = FileLock::acquire(&lock_path(path), LOCK_WAIT).map_err(write_error)?;
+    let mut merged = read_file(path)?;
+    for (key, learned) in pending {
+        merged.entry(key.clone()).or_default().merge(learned);
+    }
+    write_file(dir, path, &merged).map_err(write_error)?;
+    Ok(merged)
 }
 
 fn read_file(path: &Path) -> Result<BTreeMap<ToolKey, Learned>, TypeStoreError> {
@@ -300,7 +370,9 @@ fn read_file(path: &Path) -> Result<BTreeMap<ToolKey, Learned>, TypeStoreError> 
     Ok(tools)
 }
 
-fn write_file(path: &Path, tools: &BTreeMap<ToolKey, Learned>) -> io::Result<()> {
+/// Writes a temporary file beside `path`, flushes it to disk, and renames it over `path`: a
+/// reader (or a crash) sees the old file or the new one, never a part.
+fn write_file(dir: &Path, path: &Path, tools: &BTreeMap<ToolKey, Learned>) -> io::Result<()> {
     let file = CacheFile {
         format: FORMAT.into(),
         version: VERSION,
@@ -315,11 +387,12 @@ fn write_file(path: &Path, tools: &BTreeMap<ToolKey, Learned>) -> io::Result<()>
     };
     let mut text = serde_json::to_string_pretty(&file).map_err(io::Error::other)?;
     text.push('\n');
-    let temporary = path.with_extension(format!("tmp.{}", std::process::id()));
-    fs::write(&temporary, text)?;
-    fs::rename(&temporary, path).inspect_err(|_| {
-        let _ = fs::remove_file(&temporary);
-    })
+    // Removed on drop if anything below fails.
+    let mut temporary = tempfile::NamedTempFile::new_in(dir)?;
+    temporary.write_all(text.as_bytes())?;
+    temporary.as_file().sync_all()?;
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 fn lock_path(path: &Path) -> PathBuf {
@@ -332,18 +405,36 @@ fn lock_path(path: &Path) -> PathBuf {
 struct FileLock(File);
 
 impl FileLock {
-    fn acquire(path: &Path) -> io::Result<FileLock> {
+    /// Waits at most `wait` for the lock.
+    fn acquire(path: &Path, wait: Duration) -> io::Result<FileLock> {
         use std::os::fd::AsRawFd;
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
-        // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io::Error::last_os_error());
+        let deadline = Instant::now() + wait;
+        loop {
+            // SAFETY: flock on a descriptor this function owns; no memory is passed.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(FileLock(file));
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::WouldBlock {
+                return Err(error);
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{} is held by another process's save for more than {} s",
+                        path.display(),
+                        wait.as_secs()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(FileLock(file))
     }
 }
 

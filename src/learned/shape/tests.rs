@@ -135,17 +135,15 @@ fn only_the_first_elements_of_a_long_array_are_folded() {
 }
 
 #[test]
-fn a_shape_over_the_node_budget_loses_depth_until_it_fits() {
-    // 60 fields x 60 fields: 3,600 positions two levels down.
-    let inner: serde_json::Map<String, Value> =
-        (0..60).map(|i| (format!("f{i}"), json!(1))).collect();
-    let outer: serde_json::Map<String, Value> = (0..60)
-        .map(|i| (format!("g{i}"), Value::Object(inner.clone())))
-        .collect();
-    let shape = Shape::of(&Value::Object(outer));
+fn a_shape_over_the_kept_budget_loses_depth_until_it_fits() {
+    // Four levels of 60 names each: 60^3 leaf positions, far over the kept budget.
+    let level = |inner: Value| -> Value {
+        Value::Object((0..60).map(|i| (format!("f{i}"), inner.clone())).collect())
+    };
+    let deep = level(level(level(json!(1))));
+    let shape = Shape::of(&deep);
     assert!(shape.nodes() <= MAX_NODES, "{}", shape.nodes());
-    let field = &object(&shape).fields["g0"].shape;
-    assert!(field.unknown, "the deepest level went");
+    assert!(shape.nodes() > 60, "not everything went: {}", shape.nodes());
 }
 
 #[test]
@@ -166,4 +164,78 @@ fn the_cache_form_round_trips() {
     let shape = folded(&[json!({"a": [1, {"b": null}], "c": "x"}), json!([true])]);
     let text = serde_json::to_string(&shape).unwrap();
     assert_eq!(serde_json::from_str::<Shape>(&text).unwrap(), shape);
+}
+
+#[test]
+fn the_kept_shape_does_not_depend_on_order_even_near_the_render_budget() {
+    // 20 fields of 60 numbers each: over the rendered budget, under the kept one.
+    let wide: serde_json::Map<String, Value> = (0..20)
+        .map(|i| {
+            let inner: serde_json::Map<String, Value> =
+                (0..60).map(|j| (format!("f{j}"), json!(j))).collect();
+            (format!("g{i}"), Value::Object(inner))
+        })
+        .collect();
+    let wide = Value::Object(wide);
+    let small = json!({"g": {"x": 1}});
+    assert_eq!(
+        folded(&[wide.clone(), small.clone()]),
+        folded(&[small, wide])
+    );
+}
+
+#[test]
+fn a_result_with_very_many_keys_becomes_a_map_as_it_is_read() {
+    let huge: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("k{i}"), json!(i))).collect();
+    let shape = Shape::of(&Value::Object(huge));
+    let object = object(&shape);
+    assert!(object.fields.is_empty());
+    assert!(object.map.as_ref().unwrap().number);
+}
+
+#[test]
+fn keys_that_look_like_data_make_a_map() {
+    for key in [
+        "12345",
+        "a b",
+        "src/lib.rs",
+        "ada@example.org",
+        "123e4567-e89b-12d3-a456-426614174000",
+    ] {
+        let shape = Shape::of(&json!({ key: 1 }));
+        assert!(object(&shape).map.is_some(), "{key}");
+    }
+    let long = "k".repeat(MAX_NAME_BYTES + 1);
+    assert!(object(&Shape::of(&json!({ long: 1 }))).map.is_some());
+    for key in [
+        "@type",
+        "$ref",
+        "Content-Type",
+        "__proto__",
+        "",
+        "snake_case",
+        "x1",
+    ] {
+        let shape = Shape::of(&json!({ key: 1 }));
+        assert!(object(&shape).map.is_none(), "{key}");
+    }
+}
+
+#[test]
+fn a_shape_over_the_render_budget_is_shown_without_its_deepest_levels() {
+    let inner: serde_json::Map<String, Value> =
+        (0..60).map(|i| (format!("f{i}"), json!(1))).collect();
+    let outer: serde_json::Map<String, Value> = (0..60)
+        .map(|i| (format!("g{i}"), Value::Object(inner.clone())))
+        .collect();
+    let shape = Shape::of(&Value::Object(outer));
+    assert!(
+        shape.nodes() > RENDERED_NODES,
+        "kept whole: {}",
+        shape.nodes()
+    );
+    let shown = shape.within(RENDERED_NODES);
+    assert!(shown.nodes() <= RENDERED_NODES);
+    assert!(object(&shown).fields["g0"].shape.unknown);
 }
