@@ -60,26 +60,23 @@ impl ToolHost for PipelineHost {
     }
 
     fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
-        let call = match request.unconvertible {
+        let mut call = match request.unconvertible {
             Some(problem) => {
-                CallRequest::unconvertible(&request.path, vec![ArgIssue::new("", problem)])
+                CallRequest::unconvertible(request.path, vec![ArgIssue::new("", problem)])
             }
-            None => CallRequest::new(&request.path, request.args),
+            None => CallRequest::new(request.path, request.args),
         };
-        let call = call
-            .caller(Caller::code_mode(request.run_id, request.seq))
-            .scope(Arc::clone(&self.scope))
-            .cancel_token(request.cancel)
-            .approval_observer(Arc::new(PauseDeadline(request.deadline)))
-            .extensions(&request.extensions);
-        let call = match request.wave {
-            Some(wave) => call.extension(CallWave(wave)),
-            None => call,
-        };
-        let call = match self.run_span.get() {
-            Some(span) => call.parent_span(span),
-            None => call,
-        };
+        // Filled in place: this runs once per tool call, and each builder step would move the
+        // whole request.
+        call.caller = Caller::code_mode(request.run_id, request.seq);
+        call.scope = Some(Arc::clone(&self.scope));
+        call.cancel = Some(request.cancel);
+        call.approval_observer = Some(Arc::new(PauseDeadline(request.deadline)));
+        call.extensions.extend(&request.extensions);
+        if let Some(wave) = request.wave {
+            call.extensions.insert(CallWave(wave));
+        }
+        call.parent_span = self.run_span.get();
         // `call()` takes the call's place in the scope now, in issue order. The call runs on the
         // sandbox worker's event loop, next to the program that awaits it: hopping to the host
         // runtime and back cost two cross-thread wake-ups per call (measured: ~40x the raw op).

@@ -154,6 +154,12 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
     }
 }
 
+/// The path of the tool at `index` in the run's catalog, while the run has one.
+fn catalog_path(run: &RunState, index: i32) -> Option<String> {
+    let i = usize::try_from(index).ok()?;
+    run.tools.as_ref()?.paths.get(i).cloned()
+}
+
 /// Runs a call as a task of its own, known to the run's ledger (see [`Ledger`]).
 async fn in_own_task(
     ledger: &Arc<Ledger>,
@@ -196,7 +202,10 @@ pub(crate) async fn op_codemode_tool_call(
         };
         return Err(error);
     };
-    let path = request.path.clone();
+    // The path is needed again only for an error or a context entry. A known tool's is in the
+    // run's catalog, read again then; it is copied now only for an unknown tool, and for a call
+    // that outlives its first poll (the run, and its catalog, may end before it does).
+    let mut path = (index == UNKNOWN).then(|| request.path.clone());
     // Taken only for a call that does not finish on its first poll (the hot path skips it).
     let ledger = || {
         let state = state.borrow();
@@ -213,6 +222,9 @@ pub(crate) async fn op_codemode_tool_call(
             match futures::poll!(&mut call) {
                 Poll::Ready(response) => response,
                 Poll::Pending => {
+                    if path.is_none() {
+                        path = catalog_path(state.borrow().borrow::<RunState>(), index);
+                    }
                     in_own_task(&ledger(), async move {
                         let response = call.await;
                         drop(permit);
@@ -224,6 +236,7 @@ pub(crate) async fn op_codemode_tool_call(
         }
         // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait, in order.
         Err(_) => {
+            path.get_or_insert_with(|| request.path.clone());
             in_own_task(&ledger(), async move {
                 match permits.acquire_owned().await {
                     Ok(_permit) => host.call(request).await,
@@ -235,6 +248,17 @@ pub(crate) async fn op_codemode_tool_call(
     };
     let mut state = state.borrow_mut();
     let run = state.borrow_mut::<RunState>();
+    let needs_path = match &response {
+        Ok(reply) => !reply.contexts.is_empty(),
+        Err(_) => true,
+    };
+    let path = match path {
+        Some(path) => path,
+        None if needs_path || run.tools.is_none() => {
+            catalog_path(run, index).unwrap_or_else(|| format!("#{index}"))
+        }
+        None => String::new(),
+    };
     let Some(tools) = run.tools.as_mut() else {
         return Err(rejection(
             &path,
