@@ -6,23 +6,43 @@
 use serde_json::{Map, Value, json};
 
 const MAX_DEPTH: usize = 16;
+/// Sub-schemas sampled (and alternatives validated) for one value at most: `anyOf` inside
+/// `anyOf` through a `$ref` would otherwise branch exponentially with the depth. Past it, the
+/// rest of the value is `null`.
+const MAX_STEPS: usize = 5_000;
+/// The longest string a sample is padded to for `minLength`.
+const MAX_SAMPLE_CHARS: u64 = 4_096;
 
 /// A value that validates against `schema` for the common shapes (object, array, string, number,
 /// integer, boolean, null, enum, const, oneOf, anyOf, allOf, local `$ref`); `null` when unknown.
+/// Bounded whatever the schema: `$ref` cycles end at a depth limit, and the work at a step budget.
 pub fn sample_value(schema: &Value) -> Value {
-    Sampler { root: schema }.sample(schema, 0)
+    Sampler {
+        root: schema,
+        steps: std::cell::Cell::new(0),
+    }
+    .sample(schema, 0)
 }
 
 struct Sampler<'a> {
     root: &'a Value,
+    /// Steps taken so far (see [`MAX_STEPS`]).
+    steps: std::cell::Cell<usize>,
 }
 
 impl Sampler<'_> {
+    /// Takes one step of the budget; `false` once it is spent.
+    fn step(&self) -> bool {
+        let taken = self.steps.get();
+        self.steps.set(taken + 1);
+        taken < MAX_STEPS
+    }
+
     fn sample(&self, schema: &Value, depth: usize) -> Value {
         let Value::Object(s) = schema else {
             return Value::Null;
         };
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || !self.step() {
             return Value::Null;
         }
         if let Some(v) = s.get("const") {
@@ -114,7 +134,7 @@ impl Sampler<'_> {
         let fallback = candidates.first().cloned().unwrap_or(Value::Null);
         candidates
             .into_iter()
-            .find(|c| self.valid(schema, c))
+            .find(|c| self.step() && self.valid(schema, c))
             .unwrap_or(fallback)
     }
 
@@ -141,11 +161,14 @@ fn merge_all(base: &Map<String, Value>, parts: &[Value], sampler: &Sampler<'_>) 
     merged.remove("allOf");
     for part in parts {
         let mut part = part;
+        // A chain of `$ref`s is followed at most MAX_DEPTH links: a cycle ends there.
+        let mut hops = 0;
         while let Some(Value::String(r)) = part.get("$ref") {
             match sampler.resolve(r) {
-                Some(t) => part = t,
-                None => break,
+                Some(t) if hops < MAX_DEPTH => part = t,
+                _ => break,
             }
+            hops += 1;
         }
         let Value::Object(p) = part else { continue };
         for (k, v) in p {
@@ -180,9 +203,16 @@ fn sample_string(s: &Map<String, Value>) -> String {
         _ => "string",
     };
     let mut out = base.to_owned();
-    let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
-    while out.chars().count() < min {
-        out.push('x');
+    // A sample, not a stress test: a `minLength` past this is not met (the mock's value then
+    // fails its own output check, with a message saying so, instead of hanging on a huge fill).
+    let min = s
+        .get("minLength")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(MAX_SAMPLE_CHARS) as usize;
+    let have = out.chars().count();
+    if have < min {
+        out.push_str(&"x".repeat(min - have));
     }
     if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
         out = out.chars().take(max as usize).collect();

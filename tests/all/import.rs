@@ -96,6 +96,35 @@ fn samples_validate_against_their_schemas() {
     }
 }
 
+/// Hostile or careless schemas end quickly: a `$ref` cycle inside `allOf`, `anyOf` branching
+/// through a recursive `$ref` (2^16 paths without the budget), and a huge `minLength`.
+#[test]
+fn sampling_is_bounded_whatever_the_schema() {
+    let started = std::time::Instant::now();
+    let cycle = json!({
+        "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+        "allOf": [{"$ref": "#/$defs/a"}]
+    });
+    let _ = sample_value(&cycle);
+    let branching = json!({
+        "$defs": {"t": {"anyOf": [
+            {"type": "object", "properties": {"l": {"$ref": "#/$defs/t"}, "r": {"$ref": "#/$defs/t"}}},
+            {"$ref": "#/$defs/t"}
+        ]}},
+        "$ref": "#/$defs/t"
+    });
+    let _ = sample_value(&branching);
+    let long = sample_value(&json!({"type": "string", "minLength": 4_000_000_000u64}));
+    assert!(long.as_str().is_some_and(|s| s.len() <= 4_096), "{long}");
+    let fits = sample_value(&json!({"type": "string", "minLength": 100}));
+    assert_eq!(fits.as_str().map(str::len), Some(100));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "sampling took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn unknown_schema_samples_to_null() {
     assert_eq!(sample_value(&json!({"not": {}})), Value::Null);
