@@ -140,7 +140,7 @@ struct ShowArgs {
 
 #[derive(Args)]
 #[command(
-    after_help = "Examples:\n  codemode types learn --upstream 'memory=npx -y @modelcontextprotocol/server-memory' --calls calls.json\n\nFILE is a JSON list of calls, e.g. [{\"tool\": \"memory.read_graph\", \"args\": {}}]. Each call goes\nthrough the policy like a program's call (asks are prompted on the terminal, refused without\none); the results of the calls that succeed are learned. Exit code 1 when a call failed."
+    after_help = "Examples:\n  codemode types learn --upstream 'everything=npx -y @modelcontextprotocol/server-everything' --calls calls.json\n\nFILE is a JSON list of calls, e.g. [{\"tool\": \"everything.get_sum\", \"args\": {\"a\": 1, \"b\": 2}}]. Each call goes\nthrough the policy like a program's call (asks are prompted on the terminal, refused without\none); the results of the calls that succeed are learned (for tools that declare no output\nschema: a declared one always wins). Exit code 1 when a call failed."
 )]
 struct LearnArgs {
     #[command(flatten)]
