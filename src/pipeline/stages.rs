@@ -45,7 +45,9 @@ struct Base {
 struct Ready {
     ticket: Option<Ticket>,
     parallel: bool,
-    cancel: CancellationToken,
+    /// The call's own token, until the body takes it (`None` after: taking it must not
+    /// allocate a replacement token on every call, which `mem::take` of a token would).
+    cancel: Option<CancellationToken>,
     observer: Option<Arc<dyn ApprovalObserver>>,
 }
 
@@ -76,7 +78,7 @@ pub(crate) fn call(
         let mut waits = Waits::default();
         let result = match (ready, &base.tool) {
             (Ok(mut ready), Some(tool)) => {
-                let cancel = if cancellable { Some(ready.cancel.clone()) } else { None };
+                let cancel = if cancellable { ready.cancel.clone() } else { None };
                 let started = AtomicBool::new(false);
                 // Boxed so the (large) state machine is placed once instead of being moved
                 // through every layer that wraps the call future.
@@ -165,7 +167,7 @@ fn issue(
         Ready {
             ticket: Some(scope.enqueue(parallel)),
             parallel,
-            cancel: req.cancel.map(|t| t.child_token()).unwrap_or_default(),
+            cancel: Some(req.cancel.map(|t| t.child_token()).unwrap_or_default()),
             observer: req.approval_observer,
         }
     });
@@ -305,7 +307,7 @@ async fn run(
         base.args.clone(),
         base.caller.clone(),
         ready.parallel,
-        std::mem::take(&mut ready.cancel),
+        ready.cancel.take().unwrap_or_default(),
         base.extensions.clone(),
         Arc::clone(&inner.sinks) as Arc<dyn ProgressReporter>,
     );
