@@ -167,7 +167,7 @@ fn show(args: ShowArgs) -> i32 {
     let entries = store.entries();
     for (key, learned) in &entries {
         let schema = learned_schema(&learned.shape, learned.results);
-        let name = format!("{}Output", pascal(&key.display_path()));
+        let name = format!("{} output", key.display_path());
         let typescript = declare_type(&name, &schema);
         if args.json {
             let line = json!({
@@ -199,24 +199,6 @@ fn show(args: ShowArgs) -> i32 {
     match output::emit("types show", &text) {
         Ok(()) => 0,
         Err(code) => code,
-    }
-}
-
-/// `github.create_issue` → `GithubCreateIssue`; `_` in front when it would start with a digit.
-fn pascal(path: &str) -> String {
-    let name: String = path
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(|word| {
-            let mut chars = word.chars();
-            let first = chars.next().map(|c| c.to_ascii_uppercase());
-            first.into_iter().chain(chars).collect::<String>()
-        })
-        .collect();
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("_{name}")
-    } else {
-        name
     }
 }
 

@@ -27,9 +27,6 @@ mod schema;
 mod shape;
 mod store;
 
-use futures::FutureExt;
-use futures::future::{BoxFuture, ready};
-
 pub use schema::learned_schema;
 pub use shape::{
     FieldShape, MAX_ARRAY_SAMPLE, MAX_DEPTH, MAX_FIELDS, MAX_NAME_BYTES, MAX_NODES, ObjectShape,
@@ -37,17 +34,21 @@ pub use shape::{
 };
 pub use store::{LOCK_WAIT, Learned, ToolKey, TypeStore, TypeStoreError};
 
-use crate::call::HookError;
-use crate::pipeline::{PostAction, PostExecuteHook, PostInfo};
+use crate::pipeline::{PostAction, PostExecuteHook, post_hook_fn};
 use crate::tool::ToolInfo;
 
 impl TypeStore {
     /// The post-execute hook that records the results of tools without an output schema. Put
     /// it last, so it sees the value other hooks leave; it never changes a result.
-    pub fn hook(&self) -> LearnTypes {
-        LearnTypes {
-            store: self.clone(),
-        }
+    pub fn hook(&self) -> impl PostExecuteHook {
+        let store = self.clone();
+        post_hook_fn("learn-types", move |result| {
+            let call = result.call;
+            if call.tool.output_schema().is_none() && !store.ignores(call.path) {
+                store.record(ToolKey::of_tool(call.path, call.tool), result.value);
+            }
+            PostAction::keep()
+        })
     }
 
     /// `tool` as the SDK shows it: its declared output schema, else the learned one.
@@ -57,29 +58,5 @@ impl TypeStore {
         }
         let learned = self.learned(&ToolKey::new(&tool.path, &tool.name, &tool.parameters))?;
         Some(learned_schema(&learned.shape, learned.results))
-    }
-}
-
-/// See [`TypeStore::hook`].
-#[derive(Debug)]
-pub struct LearnTypes {
-    store: TypeStore,
-}
-
-impl PostExecuteHook for LearnTypes {
-    fn name(&self) -> &str {
-        "learn-types"
-    }
-
-    fn after<'a>(
-        &'a self,
-        result: &'a PostInfo<'a>,
-    ) -> BoxFuture<'a, Result<PostAction, HookError>> {
-        let call = result.call;
-        if call.tool.output_schema().is_none() && !self.store.ignores(call.path) {
-            let key = ToolKey::new(call.path, call.tool.name(), call.tool.parameters());
-            self.store.record(key, result.value);
-        }
-        ready(Ok(PostAction::keep())).boxed()
     }
 }

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::shape::Shape;
+use crate::schema::schema_digest;
+use crate::tool::ToolDefinition;
 
 /// The `format` field of a cache file.
 const FORMAT: &str = "codemode-types";
@@ -40,11 +41,17 @@ impl ToolKey {
     /// The key of the tool at `path` (`name` or `ns.name`) named `name` in its source, with
     /// input schema `parameters`.
     pub fn new(path: &str, name: &str, parameters: &Value) -> ToolKey {
+        ToolKey::with_digest(path, name, schema_digest(parameters))
+    }
+
+    /// The key of `tool` at `path`, with the input-schema digest the tool keeps (hashed once
+    /// per tool, not per call).
+    pub fn of_tool(path: &str, tool: &ToolDefinition) -> ToolKey {
+        ToolKey::with_digest(path, tool.name(), tool.parameters_digest().to_owned())
+    }
+
+    fn with_digest(path: &str, name: &str, input_schema: String) -> ToolKey {
         let source = path.split_once('.').map_or("", |(namespace, _)| namespace);
-        let mut canonical = String::new();
-        write_canonical(parameters, &mut canonical);
-        let digest = Sha256::digest(canonical.as_bytes());
-        let input_schema = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         ToolKey {
             source: source.to_owned(),
             tool: name.to_owned(),
@@ -59,37 +66,6 @@ impl ToolKey {
         } else {
             format!("{}.{}", self.source, self.tool)
         }
-    }
-}
-
-/// `value` as JSON with every object's keys sorted: one schema, one text, in any key order.
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
     }
 }
 

@@ -20,6 +20,8 @@ pub struct SchemaError {
 pub struct CompiledSchema {
     json: Arc<Value>,
     validator: Arc<jsonschema::Validator>,
+    /// [`schema_digest`](super::schema_digest) of `json`, computed at first use.
+    digest: Arc<std::sync::OnceLock<String>>,
 }
 
 impl fmt::Debug for CompiledSchema {
@@ -40,7 +42,14 @@ impl CompiledSchema {
         Ok(CompiledSchema {
             json: Arc::new(schema),
             validator: Arc::new(validator),
+            digest: Arc::default(),
         })
+    }
+
+    /// The schema's [`schema_digest`](super::schema_digest), computed once per schema (a caller
+    /// that needs it on every call pays for the hash once).
+    pub fn digest(&self) -> &str {
+        self.digest.get_or_init(|| super::schema_digest(&self.json))
     }
 
     /// The schema as given.

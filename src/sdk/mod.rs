@@ -58,8 +58,9 @@ pub fn generate_sdk(tools: &[SdkTool]) -> String {
     declaration::render_sdk(tools)
 }
 
-/// `schema` as TypeScript declarations: `name` for the schema itself, then one per `$defs`
-/// entry it references (named with `name` as prefix), as `tools.d.ts` would declare them.
+/// `schema` as TypeScript declarations: one for the schema itself, named `name` in PascalCase
+/// as the SDK names types (`everything.get-sum output` → `EverythingGetSumOutput`), then one
+/// per `$defs` entry it references (with that name as prefix), as `tools.d.ts` would.
 pub fn declare_type(name: &str, schema: &serde_json::Value) -> String {
     let mut names = naming::NameAllocator::with_reserved(
         runtime_types::RESERVED_TYPE_NAMES
@@ -67,7 +68,7 @@ pub fn declare_type(name: &str, schema: &serde_json::Value) -> String {
             .chain(naming::LIB_GLOBAL_TYPES)
             .copied(),
     );
-    let name = names.allocate(name);
+    let name = names.allocate(&naming::pascal_case(name));
     let mut out = String::new();
     for (i, declaration) in schema_to_ts::convert_document(schema, &name, &name, &mut names)
         .iter()

@@ -125,6 +125,10 @@ impl ToolDefinition {
     pub fn parameters(&self) -> &Value {
         self.inner.parameters.json()
     }
+    /// The digest of the input JSON Schema ([`crate::schema::schema_digest`]), computed once.
+    pub fn parameters_digest(&self) -> &str {
+        self.inner.parameters.digest()
+    }
     /// The output JSON Schema, when it declares one.
     pub fn output_schema(&self) -> Option<&Value> {
         self.inner.output.as_ref().map(CompiledSchema::json)

@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sandbox", &["call"]),
     ("policy", &["call", "schema", "tool", "pipeline"]),
     ("builtins", &["call", "schema", "tool", "pipeline"]),
-    ("learned", &["call", "tool", "pipeline"]),
+    ("learned", &["call", "schema", "tool", "pipeline"]),
     (
         "harness",
         &[
