@@ -13,6 +13,7 @@
 //! - `direct`: the same `noop` called through the pipeline from Rust, no sandbox (the pipeline's
 //!   own share of a binding call);
 //! - `binding`: `await tools.noop({})`, every call through the full pipeline;
+//! - `echo`: issue 14's W2 call, `await tools.echo({ x: i })`, which answers its `x`;
 //! - `pending`: `await tools.yield_once({})`, a tool that is not ready on its first poll, so
 //!   each call takes deno_core's pending-op path and one event-loop turn;
 //! - `parallel`: `Promise.all` over batches of 100 `tools.yield_once({})` (CALLS counts calls).
@@ -54,6 +55,9 @@ fn main() {
         "binding" => program(&format!(
             "for (let i = 0; i < {calls}; i++) await tools.noop({{}}); return 1;"
         )),
+        "echo" => program(&format!(
+            "let n = 0; for (let i = 0; i < {calls}; i++) {{ const r = await tools.echo({{ x: i }}); if (r === i) n++ }} return n;"
+        )),
         "pending" => program(&format!(
             "for (let i = 0; i < {calls}; i++) await tools.yield_once({{}}); return 1;"
         )),
@@ -72,7 +76,7 @@ fn main() {
         )),
         other => {
             eprintln!(
-                "unknown shape `{other}`: floor, glue, direct, binding, pending, parallel, records, records_fetch or records_js"
+                "unknown shape `{other}`: floor, glue, direct, binding, echo, pending, parallel, records, records_fetch or records_js"
             );
             std::process::exit(2);
         }
@@ -123,7 +127,7 @@ fn direct(calls: u64) -> Duration {
     started.elapsed()
 }
 
-/// `noop` answers at once; `yield_once` yields to the runtime first; `records` answers W4's
+/// `noop` answers at once, `echo` answers its `x`; `yield_once` yields to the runtime first; `records` answers W4's
 /// 10,000 records.
 fn tools() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
@@ -145,6 +149,14 @@ fn tools() -> ToolRegistry {
                 .unwrap(),
         )
         .unwrap();
+    let echo = ToolDefinition::builder("echo")
+        .description("answers its `x`")
+        .parameters(json!({"type": "object"}))
+        .execute(|args: serde_json::Value, _exec| async move { Ok(args["x"].clone()) })
+        .parallel_safe()
+        .build()
+        .unwrap();
+    registry.register(echo).unwrap();
     for (name, yields) in [("noop", false), ("yield_once", true)] {
         let tool = ToolDefinition::builder(name)
             .description("answers null")

@@ -3,7 +3,7 @@
 # two runs with different call counts, so everything but the calls cancels out. Repeatable to the
 # instruction on one binary, whatever else the machine is doing (unlike wall-clock benches here).
 #
-#   scripts/instructions-per-call.sh [floor|glue|direct|binding|pending|parallel] [SMALL] [LARGE]
+#   scripts/instructions-per-call.sh [floor|glue|direct|binding|echo|pending|parallel] [SMALL] [LARGE]
 set -euo pipefail
 shape=${1:-binding}
 small=${2:-4000}

@@ -96,3 +96,21 @@ impl Default for CallLimits {
         }
     }
 }
+
+/// The size in bytes of `value`'s compact JSON text (what the byte limits count), without
+/// writing the text.
+pub(crate) fn json_size(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, value);
+    c.0
+}

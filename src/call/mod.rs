@@ -25,6 +25,7 @@ pub use code::ErrorCode;
 pub use error::{CallError, DeniedBy, ErrorKind, HookError, LimitKind, ToolFailure};
 pub use extensions::{CallWave, Extensions, RunId, TrackWaves};
 pub use issue::ArgIssue;
+pub(crate) use limits::json_size;
 pub use limits::{CANCEL_GRACE, CallLimits, Limits, MIB};
 pub use plan::{ApprovedPlan, DynamicAccess, DynamicKind, PlannedCall, ProgramPlan};
 pub use typed::Typed;

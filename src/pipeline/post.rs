@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::Inner;
 use super::gates::guarded;
 use super::hooks::{CallInfo, PostInfo};
-use crate::call::{CallError, CallLimits, ContextEntry, ErrorKind, LimitKind, Typed};
+use crate::call::{CallError, CallLimits, ContextEntry, ErrorKind, LimitKind, Typed, json_size};
 use crate::schema::ArgIssue;
 use crate::tool::ToolDefinition;
 
@@ -111,22 +111,6 @@ pub(crate) async fn finish(
         content_is_value_json,
         typed,
     })
-}
-
-pub(crate) fn json_size(value: &Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, value);
-    c.0
 }
 
 fn check_result_size(limits: &CallLimits, size: u64) -> Result<(), CallError> {

@@ -215,7 +215,7 @@ fn check(
     if let Some(issues) = snapshot_issues {
         return Err(invalid_args(&base.path, issues));
     }
-    let size = post::json_size(&base.args);
+    let size = crate::call::json_size(&base.args);
     if size > inner.limits.max_arg_bytes {
         let message = format!(
             "arguments are {size} bytes, over the limit of {} bytes",

@@ -18,7 +18,7 @@ use super::host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 use super::outcome::{RunContext, RunError, RunStatus};
 use super::run_state::{FinishReport, RunState};
 use super::tool_run::{Ledger, Response};
-use crate::call::{ArgIssue, CallError, ErrorKind};
+use crate::call::{ArgIssue, CallError, ErrorKind, json_size};
 
 /// The error class of a failed call (registered by `runtime-js/06_tools.js`, which builds the
 /// program's `ToolError` from the failure record carried as the message).
@@ -32,21 +32,63 @@ fn rejection(path: &str, error: &CallError) -> JsErrorBox {
     JsErrorBox::new(TOOL_ERROR_CLASS, record.to_string())
 }
 
-/// A successful call's value as JSON text; the op resolves with the value it parses to, so the
-/// glue adds no step (no `then`, no parse) between the op and the program's `await`.
-pub(crate) struct JsonValue(String);
+/// A successful call's value as the op hands it to the program. The op resolves with the value
+/// itself, so the glue adds no step (no `then`, no parse) between the op and the program's
+/// `await`.
+pub(crate) enum ResultValue {
+    /// A structured value as its JSON text, which the engine parses natively.
+    Json(String),
+    /// A scalar, made directly: parsing its text costs the engine more than the rest of a small
+    /// call's hand-over (W2's echo answers numbers).
+    Number(f64),
+    Bool(bool),
+    Null,
+    Text(String),
+}
 
-impl<'a> ToV8<'a> for JsonValue {
+impl ResultValue {
+    /// `json` is the value's compact JSON text when the host already wrote it. Also returns the
+    /// size of that text, which the run's `bytes_kept_in_sandbox` counts.
+    fn new(value: Value, json: Option<String>) -> (ResultValue, u64) {
+        if matches!(value, Value::Array(_) | Value::Object(_)) {
+            let text = json.unwrap_or_else(|| value.to_string());
+            let size = text.len() as u64;
+            return (ResultValue::Json(text), size);
+        }
+        let size = json.map_or_else(|| json_size(&value), |text| text.len() as u64);
+        let result = match value {
+            // Every JSON number the host holds is an f64 on the engine's side too: the one
+            // `JSON.parse` would make of its text (both round to nearest).
+            Value::Number(n) => n
+                .as_f64()
+                .map_or_else(|| ResultValue::Json(n.to_string()), ResultValue::Number),
+            Value::Bool(b) => ResultValue::Bool(b),
+            Value::String(text) => ResultValue::Text(text),
+            _ => ResultValue::Null,
+        };
+        (result, size)
+    }
+}
+
+impl<'a> ToV8<'a> for ResultValue {
     type Error = JsErrorBox;
 
     fn to_v8<'i>(
         self,
         scope: &mut v8::PinScope<'a, 'i>,
     ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
-        let text = v8::String::new(scope, &self.0)
-            .ok_or_else(|| JsErrorBox::range_error("the tool result is too long for a string"))?;
-        v8::json::parse(scope, text)
-            .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))
+        let too_long = || JsErrorBox::range_error("the tool result is too long for a string");
+        Ok(match self {
+            ResultValue::Json(text) => {
+                let text = v8::String::new(scope, &text).ok_or_else(too_long)?;
+                v8::json::parse(scope, text)
+                    .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))?
+            }
+            ResultValue::Number(x) => v8::Number::new(scope, x).into(),
+            ResultValue::Bool(b) => v8::Boolean::new(scope, b).into(),
+            ResultValue::Null => v8::null(scope).into(),
+            ResultValue::Text(text) => v8::String::new(scope, &text).ok_or_else(too_long)?.into(),
+        })
     }
 }
 
@@ -188,7 +230,7 @@ pub(crate) async fn op_codemode_tool_call(
     #[smi] wave: u32,
     #[string] args: String,
     #[string] detail: String,
-) -> Result<JsonValue, JsErrorBox> {
+) -> Result<ResultValue, JsErrorBox> {
     let admission = admit(&mut state.borrow_mut(), index, wave, &args, detail);
     drop(args);
     let Admission::Run {
@@ -272,9 +314,8 @@ pub(crate) async fn op_codemode_tool_call(
             contexts,
             json,
         }) => {
-            let text = json.unwrap_or_else(|| value.to_string());
-            drop(value);
-            tools.bytes_kept += text.len() as u64;
+            let (result, size) = ResultValue::new(value, json);
+            tools.bytes_kept += size;
             for entry in contexts {
                 tools.contexts.push(RunContext {
                     tool: path.clone(),
@@ -282,7 +323,7 @@ pub(crate) async fn op_codemode_tool_call(
                     text: entry.text,
                 });
             }
-            Ok(JsonValue(text))
+            Ok(result)
         }
         Err(error) => Err(rejection(&path, &error)),
     }
