@@ -353,3 +353,68 @@ async fn oversized_results_and_arguments_are_limit_exceeded() {
         outcome.to_json()
     );
 }
+
+/// Answers the `v` of its arguments: what the program sent comes back as the tool's value.
+struct ValueHost;
+
+impl ToolHost for ValueHost {
+    fn paths(&self) -> Vec<String> {
+        vec!["value".to_string()]
+    }
+
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
+        let value = request.args["v"].clone();
+        async move { Ok(ToolReply::new(value)) }.boxed()
+    }
+}
+
+#[tokio::test]
+async fn scalar_results_keep_their_type_and_exact_size() {
+    // Scalars reach the program as engine values made directly (not parsed from text): each
+    // keeps its JavaScript type and value, and the run still counts each result's JSON size.
+    let source = r#"
+        const vs = [7, -0.5, 1e300, true, false, null, "", "q\"u\\o\n\u00e9", { a: [1] }];
+        const out = [];
+        for (const v of vs) {
+            const r = await tools.value({ v });
+            out.push([typeof r, JSON.stringify(r) === JSON.stringify(v), Object.is(r, v) || typeof r === "object"]);
+        }
+        return out;
+    "#;
+    let tools: Arc<dyn ToolHost> = Arc::new(ValueHost);
+    let outcome = sandbox()
+        .run_with(source, RunOptions::new(Limits::default()).with_tools(tools))
+        .await;
+    let expected = json!([
+        ["number", true, true],
+        ["number", true, true],
+        ["number", true, true],
+        ["boolean", true, true],
+        ["boolean", true, true],
+        ["object", true, true],
+        ["string", true, true],
+        ["string", true, true],
+        ["object", true, true]
+    ]);
+    assert_eq!(
+        outcome.value_json(),
+        Some(expected),
+        "{}",
+        outcome.to_json()
+    );
+    let sizes: u64 = [
+        json!(7),
+        json!(-0.5),
+        json!(1e300),
+        json!(true),
+        json!(false),
+        json!(null),
+        json!(""),
+        json!("q\"u\\o\né"),
+        json!({"a": [1]}),
+    ]
+    .iter()
+    .map(|v| v.to_string().len() as u64)
+    .sum();
+    assert_eq!(outcome.stats.bytes_kept_in_sandbox, sizes);
+}
