@@ -144,6 +144,7 @@
     "op_codemode_console",
     "op_codemode_finish",
     "op_codemode_tool_call",
+    "op_codemode_tool_call_full",
     "op_codemode_url_parse",
     "op_codemode_url_set",
   ];

@@ -4,8 +4,8 @@
 // a proxy trap; an unknown name falls through to a proxy in the prototype and
 // still yields a function, whose call goes to the host and rejects with
 // `UNKNOWN_TOOL` and close-match suggestions (a typo gets a useful error
-// instead of "is not a function"). Every call crosses into Rust through the one
-// op `op_codemode_tool_call`, naming a known tool by its catalog index (no path
+// instead of "is not a function"). Every call crosses into Rust through
+// `op_codemode_tool_call` (or `_full`, see `call`), naming a known tool by its catalog index (no path
 // string to convert per call) and an unknown one by its path.
 "use strict";
 ((internal) => {
@@ -25,7 +25,7 @@
     WeakMapPrototypeGet,
     WeakMapPrototypeSet,
   } = internal.primordials;
-  const { op_codemode_tool_call } = internal.ops;
+  const { op_codemode_tool_call, op_codemode_tool_call_full } = internal.ops;
   // The error class name the op's failures carry (`TOOL_ERROR_CLASS` in tool_ops.rs).
   const TOOL_ERROR_CLASS = "CodemodeToolError";
 
@@ -157,6 +157,8 @@
 
   // `index` is the tool's place in the catalog, or UNKNOWN with `path` sent instead. A known
   // tool's arguments that cannot be converted send the reason in place of the path.
+  // The common call (a known tool, converted arguments, no waves) takes the op with two
+  // arguments fewer; every other goes through `op_codemode_tool_call_full`.
   function call(index, path, args) {
     if (gate.closed) return lateCall(path);
     let text = "";
@@ -172,9 +174,11 @@
           : internal.safeMessage(e);
       }
     }
-    if (!trackWaves) return op_codemode_tool_call(index, 0, text, detail);
+    if (!trackWaves) {
+      return detail === "" ? op_codemode_tool_call(index, text) : op_codemode_tool_call_full(index, 0, text, detail);
+    }
     const wave = receivedWave + 1;
-    return tracked(op_codemode_tool_call(index, wave, text, detail), wave);
+    return tracked(op_codemode_tool_call_full(index, wave, text, detail), wave);
   }
 
   const makeFunction = (index, path) => {

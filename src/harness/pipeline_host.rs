@@ -80,21 +80,23 @@ impl ToolHost for PipelineHost {
         // `call()` takes the call's place in the scope now, in issue order. The call runs on the
         // sandbox worker's event loop, next to the program that awaits it: hopping to the host
         // runtime and back cost two cross-thread wake-ups per call (measured: ~40x the raw op).
-        let call = self.pipeline.call(call);
-        async move {
-            let outcome = call.await;
-            let json = outcome.content_is_value_json.then_some(outcome.content);
-            match (outcome.value, outcome.error) {
-                (_, Some(error)) => Err(error),
-                (Some(value), None) => Ok(ToolReply {
-                    // The outcome is the last owner unless an observer kept the value.
-                    value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
-                    contexts: outcome.contexts,
-                    json,
-                }),
-                (None, None) => unreachable!("an outcome has a value or an error"),
-            }
-        }
-        .boxed()
+        // `map`, not an `async` block awaiting it: the pipeline's future is large, and awaiting
+        // would move it once more on the first poll.
+        self.pipeline
+            .call(call)
+            .map(|outcome| {
+                let json = outcome.content_is_value_json.then_some(outcome.content);
+                match (outcome.value, outcome.error) {
+                    (_, Some(error)) => Err(error),
+                    (Some(value), None) => Ok(ToolReply {
+                        // The outcome is the last owner unless an observer kept the value.
+                        value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
+                        contexts: outcome.contexts,
+                        json,
+                    }),
+                    (None, None) => unreachable!("an outcome has a value or an error"),
+                }
+            })
+            .boxed()
     }
 }

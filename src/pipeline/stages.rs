@@ -73,7 +73,9 @@ pub(crate) fn call(
     let (span, home) = call_span(req.parent_span.as_ref(), &req.tool, &call_id, &req.caller);
     let cancellable = req.cancel.is_some();
     let (base, ready) = span.in_scope(|| issue(&inner, req, call_id));
-    let call = async move {
+    // Boxed at once: the state machine is large, and the layers above (the span, the
+    // subscriber, the caller's own adapters) would each move it again.
+    let call = Box::pin(async move {
         let mut contexts = Vec::new();
         let mut waits = Waits::default();
         let result = match (ready, &base.tool) {
@@ -126,7 +128,7 @@ pub(crate) fn call(
         };
         tracing::debug!(status = ?result.status, code = result.error.as_ref().map(|e| e.code().as_str()), "tool call done");
         result
-    }
+    })
     .instrument(span);
     match home {
         Some(dispatch) => Either::Left(InSubscriber::new(call, dispatch)),

@@ -6,7 +6,7 @@ use deno_core::{OpState, op2, v8};
 
 use super::outcome::LogLevel;
 use super::run_state::{FinishReport, RunState};
-use super::tool_ops::op_codemode_tool_call;
+use super::tool_ops::{op_codemode_tool_call, op_codemode_tool_call_full};
 
 /// One console entry. deno_core's `#[string]` conversion costs the QuickJS facade three
 /// whole-string transcodes (length, then a UTF-16 view, then bytes); this reads a kept text with
@@ -146,6 +146,7 @@ deno_core::extension!(
         op_codemode_console,
         op_codemode_finish,
         op_codemode_tool_call,
+        op_codemode_tool_call_full,
         op_codemode_url_parse,
         op_codemode_url_set,
     ],

@@ -1,4 +1,4 @@
-//! `op_codemode_tool_call`: every `tools.x(args)` of a program crosses into Rust here.
+//! `op_codemode_tool_call` (and `_full`): every `tools.x(args)` of a program crosses into Rust here.
 //!
 //! Per-run rules of DESIGN.md §5 live here: the tool-call cap (run-ending), the in-flight cap
 //! (back-pressure: a semaphore, so further calls queue), and "a call issued after the run ended
@@ -9,8 +9,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
 
-use deno_core::{OpState, ToV8, op2, v8};
+use deno_core::{FromV8, OpState, ToV8, op2, v8};
 use deno_error::JsErrorBox;
+use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -89,6 +90,47 @@ impl<'a> ToV8<'a> for ResultValue {
             ResultValue::Null => v8::null(scope).into(),
             ResultValue::Text(text) => v8::String::new(scope, &text).ok_or_else(too_long)?.into(),
         })
+    }
+}
+
+/// The arguments' JSON text, as the glue sends it. Converted by hand because deno_core's
+/// `#[string]` path costs the engine facade three transcodings per call (a UTF-16 view, then UTF-8
+/// into a shared buffer, then a copy); this is one pass into the final `String` for short texts.
+pub(crate) struct ArgsText(String);
+
+/// Texts up to this many bytes are written in one pass (longer ones ask for their size first).
+const SHORT_ARGS: usize = 512;
+
+impl<'a> FromV8<'a> for ArgsText {
+    type Error = JsErrorBox;
+
+    fn from_v8<'i>(
+        scope: &mut v8::PinScope<'a, 'i>,
+        value: v8::Local<'a, v8::Value>,
+    ) -> Result<ArgsText, JsErrorBox> {
+        // The glue always sends a string; anything else reads as "no text" (unconvertible).
+        let Ok(text) = v8::Local::<v8::String>::try_from(value) else {
+            return Ok(ArgsText(String::new()));
+        };
+        let flags = v8::WriteFlags::kReplaceInvalidUtf8;
+        let mut short = [std::mem::MaybeUninit::<u8>::uninit(); SHORT_ARGS];
+        let written = text.write_utf8_uninit_v2(scope, &mut short, flags, None);
+        // The writer stops before a character that does not fit (at most 4 bytes), so a text
+        // that leaves 4 bytes free was written whole.
+        let bytes = if written + 4 <= SHORT_ARGS {
+            // SAFETY: the first `written` bytes were initialised by the write.
+            unsafe { std::slice::from_raw_parts(short.as_ptr().cast::<u8>(), written) }.to_vec()
+        } else {
+            let mut long = Vec::with_capacity(text.utf8_length(scope));
+            let written = text.write_utf8_uninit_v2(scope, long.spare_capacity_mut(), flags, None);
+            // SAFETY: as above, within the vector's capacity.
+            unsafe { long.set_len(written) };
+            long
+        };
+        // Replacement of invalid sequences makes this valid; checked anyway, never trusted.
+        Ok(ArgsText(String::from_utf8(bytes).unwrap_or_else(|e| {
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        })))
     }
 }
 
@@ -202,11 +244,13 @@ fn catalog_path(run: &RunState, index: i32) -> Option<String> {
     run.tools.as_ref()?.paths.get(i).cloned()
 }
 
-/// Runs a call as a task of its own, known to the run's ledger (see [`Ledger`]).
-async fn in_own_task(
+/// Starts a call as a task of its own, known to the run's ledger (see [`Ledger`]), and returns
+/// its response to come. A plain function, so the op's future holds only the task's handle, not
+/// the call (a smaller op future is cheaper to move on every call, pending or not).
+fn in_own_task(
     ledger: &Arc<Ledger>,
     call: impl Future<Output = Response> + Send + 'static,
-) -> Response {
+) -> impl Future<Output = Response> {
     let record = Arc::clone(ledger);
     ledger.starting();
     let task = tokio::spawn(async move {
@@ -215,21 +259,47 @@ async fn in_own_task(
         response
     });
     ledger.started(task.abort_handle());
-    task.await.unwrap_or_else(|_| {
-        Err(CallError::new(
-            ErrorKind::Cancelled,
-            "the run ended while the call was in flight",
-        ))
+    task.map(|joined| {
+        joined.unwrap_or_else(|_| {
+            Err(CallError::new(
+                ErrorKind::Cancelled,
+                "the run ended while the call was in flight",
+            ))
+        })
     })
 }
 
+/// The common call: a known tool, its arguments converted, in a run that does not track waves.
+/// Two arguments fewer to convert than [`op_codemode_tool_call_full`] (each costs the engine
+/// facade a handle).
 #[op2]
 pub(crate) async fn op_codemode_tool_call(
     state: Rc<RefCell<OpState>>,
     #[smi] index: i32,
+    #[scoped] args: ArgsText,
+) -> Result<ResultValue, JsErrorBox> {
+    tool_call(state, index, 0, args.0, String::new()).await
+}
+
+/// Any call: `wave` when the run tracks waves (0 otherwise), and `detail` as [`admit`] reads it
+/// (an unknown tool's path, or why a known tool's arguments could not be converted).
+#[op2]
+pub(crate) async fn op_codemode_tool_call_full(
+    state: Rc<RefCell<OpState>>,
+    #[smi] index: i32,
     #[smi] wave: u32,
-    #[string] args: String,
+    #[scoped] args: ArgsText,
     #[string] detail: String,
+) -> Result<ResultValue, JsErrorBox> {
+    tool_call(state, index, wave, args.0, detail).await
+}
+
+async fn tool_call(
+    state: Rc<RefCell<OpState>>,
+    index: i32,
+    wave: u32,
+    args: String,
+    detail: String,
 ) -> Result<ResultValue, JsErrorBox> {
     let admission = admit(&mut state.borrow_mut(), index, wave, &args, detail);
     drop(args);

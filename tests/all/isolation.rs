@@ -195,6 +195,7 @@ fn glue_captures_exactly_the_reviewed_ops() {
             "op_codemode_console",
             "op_codemode_finish",
             "op_codemode_tool_call",
+            "op_codemode_tool_call_full",
             "op_codemode_url_parse",
             "op_codemode_url_set"
         ]

@@ -418,3 +418,31 @@ async fn scalar_results_keep_their_type_and_exact_size() {
     .sum();
     assert_eq!(outcome.stats.bytes_kept_in_sandbox, sizes);
 }
+
+#[tokio::test]
+async fn argument_texts_arrive_whole_on_either_side_of_the_one_pass_buffer() {
+    // The op reads argument texts up to 512 bytes in one pass and longer ones in two: a text
+    // ending just before, at or after that size, with multi-byte characters across the edge,
+    // arrives whole.
+    let source = r#"
+        const out = [];
+        for (const n of [0, 490, 500, 505, 506, 507, 508, 509, 510, 2000]) {
+            for (const fill of ["a", "é", "€", "😀"]) {
+                const s = fill.repeat(n);
+                const r = await tools.value({ v: s });
+                out.push(r === s);
+            }
+        }
+        return out.every((ok) => ok) ? out.length : out;
+    "#;
+    let tools: Arc<dyn ToolHost> = Arc::new(ValueHost);
+    let outcome = sandbox()
+        .run_with(source, RunOptions::new(Limits::default()).with_tools(tools))
+        .await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!(40)),
+        "{}",
+        outcome.to_json()
+    );
+}
