@@ -8,6 +8,12 @@
 //! - `w4_top5_of_10000_records`: a tool returns 10,000 `{id, name, score}` records
 //!   (`score = (id * 7919) % 10007`), the program sorts them and returns the top 5.
 //!
+//! Beside W3 the bench times its floor, `w3_floor_tokio_100_sleep10`: the same 100 sleeps of
+//! 10 ms spawned and joined on a bare current-thread tokio runtime (the kind each pool worker
+//! runs), no engine and no pipeline. Tokio's timer rounds every deadline up to a whole
+//! millisecond and parks in whole milliseconds, so this floor is above 11 ms on its own; W3
+//! minus the floor is what codemode adds.
+//!
 //! After the group, the process's peak RSS (`VmHWM`) is printed: the memory of running W1-W4.
 //! Criterion runs each workload thousands of times, each run on a fresh isolate, so that peak
 //! includes what the engine facade keeps of every dropped isolate in thread isolation
@@ -87,6 +93,30 @@ fn warm_runs(
     total
 }
 
+/// Times `iters` runs of W3's floor: 100 tokio sleeps of 10 ms spawned and joined on `runtime`,
+/// a long-lived current-thread runtime like a pool worker's (so, as there, where the runs fall
+/// between the timer's millisecond ticks varies from run to run).
+fn floor_runs(iters: u64, runtime: &tokio::runtime::Runtime) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let started = Instant::now();
+        let woken = runtime.block_on(async {
+            let sleeps: Vec<_> = (0..100)
+                .map(|_| tokio::spawn(tokio::time::sleep(Duration::from_millis(10))))
+                .collect();
+            let mut woken = 0;
+            for sleep in sleeps {
+                sleep.await.unwrap();
+                woken += 1;
+            }
+            woken
+        });
+        total += started.elapsed();
+        assert_eq!(woken, 100);
+    }
+    total
+}
+
 /// Peak resident memory of this process, from `/proc/self/status`.
 fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -119,6 +149,10 @@ fn benches(c: &mut Criterion) {
         .build(registry())
         .unwrap();
 
+    let floor_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let top5: Value = {
         let mut all: Vec<Value> = records().as_array().unwrap().clone();
         all.sort_by_key(|r| std::cmp::Reverse(r["score"].as_u64().unwrap()));
@@ -134,15 +168,22 @@ fn benches(c: &mut Criterion) {
         .ok()
         .and_then(|n| n.parse::<u32>().ok())
     {
-        for (name, program, expected) in &cases {
-            let mut times: Vec<Duration> = (0..runs)
-                .map(|_| warm_runs(1, &host, &harness, &sandbox, program, expected))
-                .collect();
+        let report = |name: &str, mut times: Vec<Duration>| {
             let shown: Vec<String> = times.iter().map(|t| format!("{t:.2?}")).collect();
             times.sort();
             let median = times[times.len() / 2];
             println!("{name}: median {median:.2?} of {}", shown.join(", "));
+        };
+        for (name, program, expected) in &cases {
+            let times = (0..runs)
+                .map(|_| warm_runs(1, &host, &harness, &sandbox, program, expected))
+                .collect();
+            report(name, times);
         }
+        report(
+            "w3_floor_tokio_100_sleep10",
+            (0..runs).map(|_| floor_runs(1, &floor_runtime)).collect(),
+        );
         if let Some(mb) = peak_rss_mb() {
             println!(
                 "workloads: peak RSS of the process running W1-W4 {runs} times each: {mb:.1} MB"
@@ -159,6 +200,9 @@ fn benches(c: &mut Criterion) {
             b.iter_custom(|iters| warm_runs(iters, &host, &harness, &sandbox, program, expected))
         });
     }
+    group.bench_function("w3_floor_tokio_100_sleep10", |b| {
+        b.iter_custom(|iters| floor_runs(iters, &floor_runtime))
+    });
     group.finish();
     if let Some(mb) = peak_rss_mb() {
         println!("workloads: peak RSS of the process running W1-W4: {mb:.1} MB");
