@@ -6,7 +6,7 @@ use deno_core::{OpState, op2, v8};
 
 use super::outcome::LogLevel;
 use super::run_state::{FinishReport, RunState};
-use super::tool_ops::{op_codemode_tool_call, op_codemode_tool_call_full};
+use super::tool_ops::{engine_utf8, op_codemode_tool_call, op_codemode_tool_call_full};
 
 /// One console entry. deno_core's `#[string]` conversion costs the QuickJS facade three
 /// whole-string transcodes (length, then a UTF-16 view, then bytes); this reads a kept text with
@@ -36,9 +36,7 @@ pub(crate) fn op_codemode_console(
         None,
     );
     buffer.truncate(written);
-    let text = String::from_utf8(buffer)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    console.push_owned(LogLevel::from_code(level), text);
+    console.push_owned(LogLevel::from_code(level), engine_utf8(buffer));
 }
 
 #[op2(fast)]

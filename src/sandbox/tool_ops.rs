@@ -127,11 +127,46 @@ impl<'a> FromV8<'a> for ArgsText {
             unsafe { long.set_len(written) };
             long
         };
-        // Replacement of invalid sequences makes this valid; checked anyway, never trusted.
-        Ok(ArgsText(String::from_utf8(bytes).unwrap_or_else(|e| {
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        })))
+        Ok(ArgsText(engine_utf8(bytes)))
     }
+}
+
+/// Bytes the engine wrote with `kReplaceInvalidUtf8`, as a `String`. The replacement makes them
+/// valid UTF-8; they are checked anyway, never trusted (a facade bug must not become UB).
+pub(super) fn engine_utf8(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The first unpaired surrogate escape (`\ud800`) in a JSON text, which `JSON.stringify` writes for
+/// a JavaScript string holding one and no UTF-8 parser accepts. Only for the error message: it
+/// runs once the text has failed to parse.
+fn lone_surrogate(json: &str) -> Option<&str> {
+    let unit = |at: usize| {
+        let escape = json.get(at..at + 6)?;
+        let hex = escape.strip_prefix("\\u")?;
+        u16::from_str_radix(hex, 16).ok().map(|unit| (escape, unit))
+    };
+    let bytes = json.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        let Some((escape, first)) = unit(at) else {
+            at += 2; // any other escape: `\\`, `\"`, `\n`...
+            continue;
+        };
+        match first {
+            0xD800..=0xDBFF => match unit(at + 6) {
+                Some((_, 0xDC00..=0xDFFF)) => at += 12,
+                _ => return Some(escape),
+            },
+            0xDC00..=0xDFFF => return Some(escape),
+            _ => at += 6,
+        }
+    }
+    None
 }
 
 /// What to do with a call, decided synchronously when it is issued.
@@ -208,11 +243,19 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
         (Some(_), _) => Value::Null,
         (None, Ok(args)) => args,
         (None, Err(e)) => {
+            let reason = match lone_surrogate(args) {
+                Some(escape) => format!(
+                    "a string holds a lone UTF-16 surrogate (`{escape}`), which has no UTF-8 form \
+                     and so cannot reach a tool; make the string well-formed first \
+                     (`s.toWellFormed()` replaces it with U+FFFD), or send binary data as base64"
+                ),
+                None => e.to_string(),
+            };
             return reject(CallError::new(
                 ErrorKind::InvalidArgs {
-                    issues: vec![ArgIssue::new("", e.to_string())],
+                    issues: vec![ArgIssue::new("", reason.clone())],
                 },
-                format!("the arguments cannot be read: {e}"),
+                format!("the arguments cannot be read: {reason}"),
             ));
         }
     };
@@ -396,5 +439,26 @@ async fn tool_call(
             Ok(result)
         }
         Err(error) => Err(rejection(&path, &error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lone_surrogate;
+
+    #[test]
+    fn lone_surrogate_finds_unpaired_escapes_only() {
+        assert_eq!(lone_surrogate(r#"{"v":"x\ud800y"}"#), Some(r"\ud800"));
+        assert_eq!(lone_surrogate(r#"{"v":"\uDC00"}"#), Some(r"\uDC00"));
+        assert_eq!(lone_surrogate(r#"{"v":"\ud83d\u0041"}"#), Some(r"\ud83d"));
+        assert_eq!(lone_surrogate(r#"{"v":"end\ud83d"}"#), Some(r"\ud83d"));
+        // A pair, an escaped backslash before `ud800` text, other escapes, multi-byte text.
+        assert_eq!(lone_surrogate(r#"{"v":"\ud83d\ude00"}"#), None);
+        assert_eq!(lone_surrogate(r#"{"v":"\\ud800"}"#), None);
+        assert_eq!(lone_surrogate(r#"{"v":"a\"\n\u00e9é€\\"}"#), None);
+        assert_eq!(
+            lone_surrogate(r#"{"v":"\ud83d\ude00\udc00"}"#),
+            Some(r"\udc00")
+        );
     }
 }

@@ -446,3 +446,39 @@ async fn argument_texts_arrive_whole_on_either_side_of_the_one_pass_buffer() {
         outcome.to_json()
     );
 }
+
+#[tokio::test]
+async fn a_lone_surrogate_in_the_arguments_is_refused_with_its_cause_and_a_fix() {
+    // JavaScript strings may hold an unpaired UTF-16 surrogate; JSON text for a tool cannot
+    // (it has no UTF-8 form). The call fails as INVALID_ARGS naming the cause, not as a
+    // parser's "unexpected end of hex escape".
+    let source = r#"
+        const messages = [];
+        for (const v of ["x\ud800y", "\udc00", "end\ud83d"]) {
+            try { await tools.value({ v }); messages.push("accepted"); }
+            catch (e) { messages.push(e.code + ": " + e.message); }
+        }
+        const paired = await tools.value({ v: "ok \ud83d\ude00" });
+        const fixed = await tools.value({ v: "x\ud800y".toWellFormed() });
+        return { messages, paired, fixed };
+    "#;
+    let tools: Arc<dyn ToolHost> = Arc::new(ValueHost);
+    let outcome = sandbox()
+        .run_with(source, RunOptions::new(Limits::default()).with_tools(tools))
+        .await;
+    let value = outcome.value_json().expect("the run returns");
+    assert_eq!(value["paired"], json!("ok 😀"), "{value}");
+    // The fix the message names works in the engine.
+    assert_eq!(value["fixed"], json!("x\u{FFFD}y"), "{value}");
+    assert_eq!(
+        value["messages"].as_array().map(Vec::len),
+        Some(3),
+        "{value}"
+    );
+    for message in value["messages"].as_array().unwrap() {
+        let message = message.as_str().unwrap();
+        assert!(message.starts_with("INVALID_ARGS: "), "{message}");
+        assert!(message.contains("lone UTF-16 surrogate (`\\u"), "{message}");
+        assert!(message.contains("toWellFormed"), "{message}");
+    }
+}
