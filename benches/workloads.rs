@@ -20,12 +20,16 @@
 //! (docs/LIFECYCLE.md). `CODEMODE_WORKLOADS_RUNS=N` instead runs each workload N times in this
 //! process (no criterion), prints each run's time and the median, then the peak RSS: the method
 //! of the table (a process running W1-W4, medians of 3).
+//!
+//! `CODEMODE_WORKLOADS_ISOLATION=process` runs the same workloads in worker processes (this bench
+//! binary serves as the worker program) instead of engine threads. The peak RSS printed is then
+//! the host's alone; each worker process has its own.
 
 use std::time::{Duration, Instant};
 
-use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::sandbox::{Isolation, Limits, ProcessConfig, Sandbox, SandboxConfig};
 use codemode::{Harness, ToolDefinition, ToolRegistry};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 
 const W1: &str = "return 1 + 1";
@@ -136,9 +140,15 @@ fn benches(c: &mut Criterion) {
         in_flight_calls: 128,
         ..Limits::default()
     };
+    let isolation = match std::env::var("CODEMODE_WORKLOADS_ISOLATION").as_deref() {
+        Ok("process") => Isolation::Process(ProcessConfig::default()),
+        Ok("thread") | Err(_) => Isolation::Thread,
+        Ok(other) => panic!("CODEMODE_WORKLOADS_ISOLATION is `thread` or `process`, not `{other}`"),
+    };
     let sandbox = Sandbox::new(SandboxConfig {
         workers: 1,
         limits: limits.clone(),
+        isolation,
         ..SandboxConfig::default()
     })
     .unwrap();
@@ -210,4 +220,10 @@ fn benches(c: &mut Criterion) {
 }
 
 criterion_group!(workloads, benches);
-criterion_main!(workloads);
+
+fn main() {
+    // In process isolation this binary is also the worker program.
+    codemode::sandbox::serve_worker_if_requested();
+    workloads();
+    Criterion::default().configure_from_args().final_summary();
+}
