@@ -104,15 +104,9 @@
     PromisePrototypeThen: uncurryThis(Promise.prototype.then),
     PromiseResolve: Promise.resolve.bind(Promise),
     PromiseReject: Promise.reject.bind(Promise),
-    PromiseWithResolvers: () => {
-      let resolve;
-      let reject;
-      const promise = new Promise((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      return { __proto__: null, promise, resolve, reject };
-    },
+    // The engine's own (no executor closure to make and call): `{promise, resolve, reject}`, all
+    // own properties.
+    PromiseWithResolvers: Promise.withResolvers.bind(Promise),
     ReflectApply: Reflect.apply,
     ReflectOwnKeys: Reflect.ownKeys,
     ReflectGet: Reflect.get,

@@ -6,18 +6,26 @@
 // `UNKNOWN_TOOL` and close-match suggestions (a typo gets a useful error
 // instead of "is not a function"). Every call crosses into Rust through
 // `op_codemode_tool_call` (or `_full`, see `call`), naming a known tool by its catalog index (no path
-// string to convert per call) and an unknown one by its path.
+// string to convert per call) and an unknown one by its path. The op is synchronous: it answers
+// with the result of a call that finished at once, or `undefined` for one that goes on, whose
+// result the host hands over later, with every other that arrived meanwhile (`settleCalls`).
 "use strict";
 ((internal) => {
   const {
     Error,
     JSONParse,
     JSONStringify,
+    MapPrototypeDelete,
+    MapPrototypeGet,
+    MapPrototypeSet,
     ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
+    Map,
     PromisePrototypeThen,
     PromiseReject,
+    PromiseResolve,
+    PromiseWithResolvers,
     Proxy,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
@@ -72,12 +80,12 @@
     };
   };
 
-  // The op resolves with the tool's value itself. A failure rejects with the error deno_core
-  // builds for the class registered below: a ToolError made from the failure record, which
-  // arrives as the message (`{code, message, tool, detailsJson}` as JSON). This runs inside
-  // deno_core's error conversion, so it reaches nothing the program can hook: native parses of
-  // host-written text, a frozen class, captured intrinsics; no stringify (no `toJSON`), no
-  // `stack` read (no `prepareStackTrace`).
+  // The op answers with the tool's value itself. A failure throws the error deno_core builds
+  // for the class registered below: a ToolError made from the failure record, which arrives as
+  // the message (`{code, message, tool, detailsJson}` as JSON); a call that went on fails with
+  // the same record, through `settle`. This runs inside deno_core's error conversion, so it
+  // reaches nothing the program can hook: native parses of host-written text, a frozen class,
+  // captured intrinsics; no stringify (no `toJSON`), no `stack` read (no `prepareStackTrace`).
   function HostToolError(recordJson) {
     const record = JSONParse(recordJson);
     // `new HostToolError(json)` yields this object, not a HostToolError.
@@ -114,6 +122,42 @@
 
   const serializeArgs = internal.serializeArgs;
   const UNKNOWN = -1;
+
+  // Calls that went on (the op answered `undefined`): id -> the resolvers of the promise the
+  // program holds, until the host settles it.
+  const awaiting = new Map();
+  // The id the next call is issued with; taken only by a call that goes on, so never reused
+  // while its call is awaited (ids wrap within the engine's small integers).
+  let nextId = 0;
+
+  function awaitResult(id) {
+    nextId = (id + 1) & 0x3fffffff;
+    const resolvers = PromiseWithResolvers();
+    MapPrototypeSet(awaiting, id, resolvers);
+    return resolvers.promise;
+  }
+
+  // Called by the host (`hand_over_results` in execute.rs) with the results that arrived since
+  // its last call: a flat array of `id, ok, value` triples, where a failure's value is its
+  // record. One call per batch, and no promise of deno_core's per call. The host runs the
+  // microtasks after it. Resolving with a value may read a `then` the program put on
+  // Object.prototype (as any promise resolution does); that runs program code here, which may
+  // issue calls: they join the table.
+  internal.settleCalls = function settleCalls(results) {
+    for (let i = 0; i < results.length; i += 3) {
+      const id = results[i];
+      const resolvers = MapPrototypeGet(awaiting, id);
+      if (resolvers === undefined) continue;
+      MapPrototypeDelete(awaiting, id);
+      try {
+        if (results[i + 1]) resolvers.resolve(results[i + 2]);
+        else resolvers.reject(HostToolError(results[i + 2]));
+      } catch (e) {
+        // Making the error failed (the heap is exhausted): the call still settles.
+        resolvers.reject(e);
+      }
+    }
+  };
 
   // Waves (`CallWave` in Rust): a call's wave is 1 plus the highest wave among the calls whose
   // results the program had received when it issued it. A result counts as received when it
@@ -174,11 +218,18 @@
           : internal.safeMessage(e);
       }
     }
-    if (!trackWaves) {
-      return detail === "" ? op_codemode_tool_call(index, text) : op_codemode_tool_call_full(index, 0, text, detail);
+    const id = nextId;
+    const wave = trackWaves ? receivedWave + 1 : 0;
+    let promise;
+    try {
+      const value = wave === 0 && detail === ""
+        ? op_codemode_tool_call(index, id, text)
+        : op_codemode_tool_call_full(index, id, wave, text, detail);
+      promise = value === undefined ? awaitResult(id) : PromiseResolve(value);
+    } catch (e) {
+      promise = PromiseReject(e);
     }
-    const wave = receivedWave + 1;
-    return tracked(op_codemode_tool_call_full(index, wave, text, detail), wave);
+    return wave === 0 ? promise : tracked(promise, wave);
   }
 
   const makeFunction = (index, path) => {

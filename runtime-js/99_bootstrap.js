@@ -91,11 +91,15 @@
     capturedOps: internal.capturedOps,
     undeletable,
   });
+  globalThis.__codemodeSettle = internal.settleCalls;
   ReflectDeleteProperty(globalThis, "__codemodeInternal");
 })(globalThis.__codemodeInternal);
-// Completion value of the bootstrap script, read once by the host.
+// Completion value of the bootstrap script, read once by the host: the report, and the function
+// the host hands the results of calls that went on to (`settleCalls` in 06_tools.js).
 (() => {
   const report = globalThis.__codemodeReport;
+  const settle = globalThis.__codemodeSettle;
   delete globalThis.__codemodeReport;
-  return report;
+  delete globalThis.__codemodeSettle;
+  return [report, settle];
 })();

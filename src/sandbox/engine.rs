@@ -63,6 +63,8 @@ pub(crate) struct Engine {
     pub runtime: JsRuntime,
     pub heap_bytes: usize,
     pub report: BootstrapReport,
+    /// The glue's `settleCalls`: the host hands it the results of calls that went on.
+    pub settle_calls: v8::Global<v8::Function>,
 }
 
 /// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
@@ -174,19 +176,31 @@ impl Engine {
                 .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
             completion = Some(value);
         }
-        let report_json = completion
-            .map(|value| {
-                deno_core::scope!(scope, &mut runtime);
-                let local = v8::Local::new(scope, value);
-                local.to_rust_string_lossy(scope)
-            })
-            .unwrap_or_default();
+        // The bootstrap's completion: `[report as JSON text, settleCalls]`.
+        let (report_json, settle_calls) = {
+            let completion =
+                completion.ok_or_else(|| "the sandbox glue did not run".to_string())?;
+            deno_core::scope!(scope, &mut runtime);
+            let local = v8::Local::new(scope, completion);
+            let parts = v8::Local::<v8::Array>::try_from(local)
+                .map_err(|_| "the sandbox bootstrap did not answer an array".to_string())?;
+            let report = parts
+                .get_index(scope, 0)
+                .map(|report| report.to_rust_string_lossy(scope))
+                .unwrap_or_default();
+            let settle = parts
+                .get_index(scope, 1)
+                .and_then(|settle| v8::Local::<v8::Function>::try_from(settle).ok())
+                .ok_or_else(|| "the sandbox bootstrap did not answer `settleCalls`".to_string())?;
+            (report, v8::Global::new(scope, settle))
+        };
         let report: BootstrapReport = serde_json::from_str(&report_json)
             .map_err(|e| format!("sandbox bootstrap report unreadable ({e}): {report_json}"))?;
         Ok(Engine {
             runtime,
             heap_bytes,
             report,
+            settle_calls,
         })
     }
 

@@ -3,7 +3,9 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Poll, Waker};
+
+use deno_core::{ToV8, v8};
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -17,6 +19,7 @@ use super::report::render;
 use super::run_state::FinishReport;
 use super::run_state::RunState;
 use super::stack::{self, ProgramPositions};
+use super::tool_ops::{awaits_results, take_results};
 use super::tool_run::ToolRun;
 use super::transpile::Transpiled;
 use super::watchdog::{RunControl, StopReason, Watchdog};
@@ -173,9 +176,10 @@ pub(crate) async fn execute(
 }
 
 /// Poll the event loop until the program reported its end, the loop ran dry, or the watchdog
-/// (deadline, heap, cancellation) woke us.
+/// (deadline, heap, cancellation) woke us. The results of tool calls that went on reach the
+/// program here, not through deno_core's op driver (see `op_codemode_tool_call`): so the loop is
+/// dry only when no call of the program is in flight either.
 async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> {
-    let runtime = &mut engine.runtime;
     let finished = |runtime: &mut deno_core::JsRuntime| {
         runtime
             .op_state()
@@ -185,6 +189,11 @@ async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> 
             .is_some()
     };
     let event_loop = poll_fn(|cx| {
+        if finished(&mut engine.runtime) {
+            return Poll::Ready(Ok(()));
+        }
+        hand_over_results(engine, cx.waker());
+        let runtime = &mut engine.runtime;
         if finished(runtime) {
             return Poll::Ready(Ok(()));
         }
@@ -193,6 +202,7 @@ async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> 
             return Poll::Ready(Ok(()));
         }
         match polled {
+            Poll::Ready(Ok(())) if awaits_results(&runtime.op_state().borrow()) => Poll::Pending,
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Ready(Err(error)) => Poll::Ready(Err(error.to_string())),
             Poll::Pending => Poll::Pending,
@@ -202,6 +212,30 @@ async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> 
         biased;
         () = control.wake.notified() => Ok(()),
         result = event_loop => result,
+    }
+}
+
+/// Hands the results that arrived since the last look to the glue's `settleCalls`, then runs
+/// the microtasks they queued (the program's continuations), as deno_core does after resolving
+/// its own ops. `waker` is woken when the next result arrives.
+fn hand_over_results(engine: &mut Engine, waker: &Waker) {
+    let runtime = &mut engine.runtime;
+    let Some(results) = take_results(&mut runtime.op_state().borrow_mut(), waker) else {
+        return;
+    };
+    deno_core::scope!(scope, runtime);
+    let settle = v8::Local::new(scope, &engine.settle_calls);
+    v8::tc_scope!(let scope, scope);
+    // Converting fails only when the engine refuses a string (a result too long for one): the
+    // calls then never settle, and the run ends as a program awaiting them would.
+    if let Ok(results) = results.to_v8(scope) {
+        let undefined = v8::undefined(scope).into();
+        // `settleCalls` catches what it runs; an exception here is the engine stopping the run
+        // (termination), which the watchdog reports.
+        let _ = settle.call(scope, undefined, &[results]);
+    }
+    if !scope.is_execution_terminating() {
+        scope.perform_microtask_checkpoint();
     }
 }
 

@@ -4,11 +4,10 @@
 //! (back-pressure: a semaphore, so further calls queue), and "a call issued after the run ended
 //! never executes". Per-call byte limits are the pipeline's (`CallLimits`), not the sandbox's.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
+use deno_core::convert::OptionUndefined;
 use deno_core::{FromV8, OpState, ToV8, op2, v8};
 use deno_error::JsErrorBox;
 use futures::FutureExt;
@@ -18,19 +17,24 @@ use tokio::sync::Semaphore;
 use super::host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
 use super::outcome::{RunContext, RunError, RunStatus};
 use super::run_state::{FinishReport, RunState};
-use super::tool_run::{Ledger, Response};
+use super::tool_run::{Finished, Ledger, Response, ToolRun};
 use crate::call::{ArgIssue, CallError, ErrorKind, json_size};
 
 /// The error class of a failed call (registered by `runtime-js/06_tools.js`, which builds the
 /// program's `ToolError` from the failure record carried as the message).
 const TOOL_ERROR_CLASS: &str = "CodemodeToolError";
 
-/// A failed call, as the op rejects with it.
+/// A failed call as the glue builds its `ToolError` from: `{code, message, tool, detailsJson}` as
+/// JSON text. `details` travels as JSON text too, which the glue parses natively: it never
+/// stringifies a value there (a `toJSON` on `Object.prototype` would run program code
+/// mid-conversion).
+fn failure_record(path: &str, error: &CallError) -> String {
+    json!({"code": error.code().as_str(), "message": error.message, "tool": path, "detailsJson": error.details().to_string()}).to_string()
+}
+
+/// A failed call, as the op throws it (deno_core builds the error with the glue's class).
 fn rejection(path: &str, error: &CallError) -> JsErrorBox {
-    // `details` travels as JSON text, which the glue parses natively: it never stringifies a
-    // value there (a `toJSON` on `Object.prototype` would run program code mid-conversion).
-    let record = json!({"code": error.code().as_str(), "message": error.message, "tool": path, "detailsJson": error.details().to_string()});
-    JsErrorBox::new(TOOL_ERROR_CLASS, record.to_string())
+    JsErrorBox::new(TOOL_ERROR_CLASS, failure_record(path, error))
 }
 
 /// A successful call's value as the op hands it to the program. The op resolves with the value
@@ -176,6 +180,7 @@ enum Admission {
         request: ToolRequest,
         host: Arc<dyn ToolHost>,
         permits: Arc<Semaphore>,
+        ledger: Arc<Ledger>,
     },
 }
 
@@ -259,7 +264,6 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
             ));
         }
     };
-    tools.active += 1;
     let request = ToolRequest {
         path,
         args,
@@ -278,6 +282,7 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
         request,
         host: Arc::clone(&tools.host),
         permits: Arc::clone(&tools.in_flight),
+        ledger: Arc::clone(&tools.ledger),
     }
 }
 
@@ -287,69 +292,74 @@ fn catalog_path(run: &RunState, index: i32) -> Option<String> {
     run.tools.as_ref()?.paths.get(i).cloned()
 }
 
-/// Starts a call as a task of its own, known to the run's ledger (see [`Ledger`]), and returns
-/// its response to come. A plain function, so the op's future holds only the task's handle, not
-/// the call (a smaller op future is cheaper to move on every call, pending or not).
+/// Continues a call as a task of its own, known to the run's ledger (see [`Ledger`]), which
+/// keeps its result until the host hands it to the program ([`take_results`]).
 fn in_own_task(
     ledger: &Arc<Ledger>,
+    id: u32,
+    path: String,
     call: impl Future<Output = Response> + Send + 'static,
-) -> impl Future<Output = Response> {
+) {
     let record = Arc::clone(ledger);
     ledger.starting();
     let task = tokio::spawn(async move {
         let response = call.await;
-        record.finished(&response);
-        response
+        record.finished(Finished { id, path, response });
     });
     ledger.started(task.abort_handle());
-    task.map(|joined| {
-        joined.unwrap_or_else(|_| {
-            Err(CallError::new(
-                ErrorKind::Cancelled,
-                "the run ended while the call was in flight",
-            ))
-        })
-    })
 }
+
+/// What the program gets from issuing a call: the result, when the call finished on its first
+/// poll (the glue wraps it in a resolved promise), or `undefined`: the call goes on, and its
+/// result comes with a later batch ([`take_results`]).
+type Issued = OptionUndefined<ResultValue>;
 
 /// The common call: a known tool, its arguments converted, in a run that does not track waves.
 /// Two arguments fewer to convert than [`op_codemode_tool_call_full`] (each costs the engine
-/// facade a handle).
+/// facade a handle). `id` names the call in the glue's table of calls awaiting their results.
+///
+/// A synchronous op, unlike deno_core's async ops: a call that goes on costs no deno_core promise
+/// (two promises and a reaction each), no op-driver slot and no per-call resolution; the glue
+/// makes one promise of its own, and the host settles every result that arrived in one call.
 #[op2]
-pub(crate) async fn op_codemode_tool_call(
-    state: Rc<RefCell<OpState>>,
+pub(crate) fn op_codemode_tool_call(
+    state: &mut OpState,
     #[smi] index: i32,
+    #[smi] id: u32,
     #[scoped] args: ArgsText,
-) -> Result<ResultValue, JsErrorBox> {
-    tool_call(state, index, 0, args.0, String::new()).await
+) -> Result<Issued, JsErrorBox> {
+    tool_call(state, index, id, 0, args.0, String::new())
 }
 
 /// Any call: `wave` when the run tracks waves (0 otherwise), and `detail` as [`admit`] reads it
 /// (an unknown tool's path, or why a known tool's arguments could not be converted).
 #[op2]
-pub(crate) async fn op_codemode_tool_call_full(
-    state: Rc<RefCell<OpState>>,
+pub(crate) fn op_codemode_tool_call_full(
+    state: &mut OpState,
     #[smi] index: i32,
+    #[smi] id: u32,
     #[smi] wave: u32,
     #[scoped] args: ArgsText,
     #[string] detail: String,
-) -> Result<ResultValue, JsErrorBox> {
-    tool_call(state, index, wave, args.0, detail).await
+) -> Result<Issued, JsErrorBox> {
+    tool_call(state, index, id, wave, args.0, detail)
 }
 
-async fn tool_call(
-    state: Rc<RefCell<OpState>>,
+fn tool_call(
+    state: &mut OpState,
     index: i32,
+    id: u32,
     wave: u32,
     args: String,
     detail: String,
-) -> Result<ResultValue, JsErrorBox> {
-    let admission = admit(&mut state.borrow_mut(), index, wave, &args, detail);
+) -> Result<Issued, JsErrorBox> {
+    let admission = admit(state, index, wave, &args, detail);
     drop(args);
     let Admission::Run {
         request,
         host,
         permits,
+        ledger,
     } = admission
     else {
         let Admission::Reject(error) = admission else {
@@ -357,70 +367,64 @@ async fn tool_call(
         };
         return Err(error);
     };
-    // The path is needed again only for an error or a context entry. A known tool's is in the
-    // run's catalog, read again then; it is copied now only for an unknown tool, and for a call
-    // that outlives its first poll (the run, and its catalog, may end before it does).
-    let mut path = (index == UNKNOWN).then(|| request.path.clone());
-    // Taken only for a call that does not finish on its first poll (the hot path skips it).
-    let ledger = || {
-        let state = state.borrow();
-        let run = state.borrow::<RunState>();
-        run.tools
-            .as_ref()
-            .map(|tools| Arc::clone(&tools.ledger))
-            .unwrap_or_default()
+    // The path is needed again only for an error, a context entry or a call that goes on. A
+    // known tool's is in the run's catalog, read again then; it is copied now only for an
+    // unknown tool.
+    let unknown_path = (index == UNKNOWN).then(|| request.path.clone());
+    let path_of = |run: &RunState, unknown_path: Option<String>| {
+        unknown_path
+            .unwrap_or_else(|| catalog_path(run, index).unwrap_or_else(|| format!("#{index}")))
     };
-    let response = match Arc::clone(&permits).try_acquire_owned() {
-        Ok(permit) => {
-            // Most calls complete on their first poll: no task, no extra wake-up.
-            let mut call = host.call(request);
-            match futures::poll!(&mut call) {
-                Poll::Ready(response) => response,
-                Poll::Pending => {
-                    if path.is_none() {
-                        path = catalog_path(state.borrow().borrow::<RunState>(), index);
-                    }
-                    in_own_task(&ledger(), async move {
-                        let response = call.await;
-                        drop(permit);
-                        response
-                    })
-                    .await
-                }
-            }
-        }
+    let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
         // Back-pressure: at most `in_flight_calls` calls run at once; the rest wait, in order.
-        Err(_) => {
-            path.get_or_insert_with(|| request.path.clone());
-            in_own_task(&ledger(), async move {
-                match permits.acquire_owned().await {
-                    Ok(_permit) => host.call(request).await,
-                    Err(_) => Err(CallError::new(ErrorKind::Cancelled, "the run has ended")),
-                }
-            })
-            .await
-        }
+        let path = request.path.clone();
+        in_own_task(&ledger, id, path, async move {
+            match permits.acquire_owned().await {
+                Ok(_permit) => host.call(request).await,
+                Err(_) => Err(CallError::new(ErrorKind::Cancelled, "the run has ended")),
+            }
+        });
+        return Ok(OptionUndefined(None));
     };
-    let mut state = state.borrow_mut();
+    // Most calls complete on their first poll: no task, no promise of their own. This poll's
+    // waker is never woken: a call that goes on is polled again by its task, which registers
+    // the task's.
+    let mut call = host.call(request);
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
     let run = state.borrow_mut::<RunState>();
-    let needs_path = match &response {
-        Ok(reply) => !reply.contexts.is_empty(),
-        Err(_) => true,
+    let Poll::Ready(response) = call.poll_unpin(&mut cx) else {
+        in_own_task(&ledger, id, path_of(run, unknown_path), async move {
+            let response = call.await;
+            drop(permit);
+            response
+        });
+        return Ok(OptionUndefined(None));
     };
-    let path = match path {
-        Some(path) => path,
-        None if needs_path || run.tools.is_none() => {
-            catalog_path(run, index).unwrap_or_else(|| format!("#{index}"))
-        }
-        None => String::new(),
+    let path = if unknown_path.is_some() || needs_path(&response) {
+        path_of(run, unknown_path)
+    } else {
+        String::new()
     };
     let Some(tools) = run.tools.as_mut() else {
-        return Err(rejection(
-            &path,
-            &CallError::new(ErrorKind::Cancelled, "the run has ended"),
-        ));
+        unreachable!("a call is admitted only while the run has its tools")
     };
-    tools.active -= 1;
+    match deliver(tools, &path, response) {
+        Ok(value) => Ok(OptionUndefined(Some(value))),
+        Err(record) => Err(JsErrorBox::new(TOOL_ERROR_CLASS, record)),
+    }
+}
+
+/// Whether handing `response` over needs the tool's path: for its error, or its context entries.
+fn needs_path(response: &Response) -> bool {
+    match response {
+        Ok(reply) => !reply.contexts.is_empty(),
+        Err(_) => true,
+    }
+}
+
+/// A call's response as the program receives it (a failure as its [`failure_record`]), counted
+/// in the run's figures.
+fn deliver(tools: &mut ToolRun, path: &str, response: Response) -> Result<ResultValue, String> {
     match response {
         Ok(ToolReply {
             value,
@@ -431,15 +435,65 @@ async fn tool_call(
             tools.bytes_kept += size;
             for entry in contexts {
                 tools.contexts.push(RunContext {
-                    tool: path.clone(),
+                    tool: path.to_string(),
                     kind: entry.kind,
                     text: entry.text,
                 });
             }
             Ok(result)
         }
-        Err(error) => Err(rejection(&path, &error)),
+        Err(error) => Err(failure_record(path, &error)),
     }
+}
+
+/// The results of calls that went on, as the host hands them to the glue: a flat array of `id, ok, value` triples, where a failure's value is its record as JSON text (the
+/// message [`rejection`] gives its error).
+pub(crate) struct Results(Vec<(u32, Result<ResultValue, String>)>);
+
+impl<'a> ToV8<'a> for Results {
+    type Error = JsErrorBox;
+
+    fn to_v8<'i>(
+        self,
+        scope: &mut v8::PinScope<'a, 'i>,
+    ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
+        let mut elements = Vec::with_capacity(self.0.len() * 3);
+        for (id, result) in self.0 {
+            elements.push(v8::Integer::new_from_unsigned(scope, id).into());
+            elements.push(v8::Boolean::new(scope, result.is_ok()).into());
+            elements.push(match result {
+                Ok(value) => value.to_v8(scope)?,
+                Err(record) => v8::String::new(scope, &record)
+                    .ok_or_else(|| JsErrorBox::range_error("a tool error is too long"))?
+                    .into(),
+            });
+        }
+        Ok(v8::Array::new_with_elements(scope, &elements).into())
+    }
+}
+
+/// The results of the run's calls that went on which arrived since the last look, counted in the
+/// run's figures, for the glue's `settleCalls`; `None` when there are none. `waker` is woken when
+/// the next arrives.
+pub(crate) fn take_results(state: &mut OpState, waker: &Waker) -> Option<Results> {
+    let run = state.borrow_mut::<RunState>();
+    let tools = run.tools.as_mut()?;
+    let finished = tools.ledger.take_results(waker);
+    if finished.is_empty() {
+        return None;
+    }
+    let results = finished
+        .into_iter()
+        .map(|call| (call.id, deliver(tools, &call.path, call.response)))
+        .collect();
+    Some(Results(results))
+}
+
+/// Whether the program may still receive a result from the host: a call of the run is in flight,
+/// or its result is waiting to be handed over.
+pub(crate) fn awaits_results(state: &OpState) -> bool {
+    let run = state.borrow::<RunState>();
+    run.tools.as_ref().is_some_and(|tools| tools.ledger.busy())
 }
 
 #[cfg(test)]

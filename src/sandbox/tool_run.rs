@@ -1,10 +1,13 @@
 //! The tool side of one run: the catalog the program sees, the per-run call counters, and the
-//! ledger of calls still in flight when the run ends.
+//! ledger of the calls that did not finish on their first poll (their results on the way to the
+//! program, and those still in flight when the run ends).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::time::Duration;
 
+use futures::task::AtomicWaker;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +33,6 @@ pub(crate) struct ToolRun {
     pub in_flight: Arc<Semaphore>,
     pub max_calls: u64,
     pub issued: u64,
-    pub active: u64,
     pub calls_by_tool: BTreeMap<String, u64>,
     pub bytes_kept: u64,
     pub contexts: Vec<RunContext>,
@@ -46,16 +48,31 @@ pub(crate) struct ToolRun {
 /// (a write on a blocking thread). So the run's end waits here until every such call has
 /// reached its own end through the pipeline (which stops calls that have not started and lets
 /// started ones finish within its grace), and counts how each ended.
+///
+/// While the run goes, a finished call's result waits here until the host hands it to the
+/// program, with every other result that arrived meanwhile (`hand_over_results` in execute.rs).
 #[derive(Default)]
 pub(crate) struct Ledger {
     state: Mutex<LedgerState>,
     settled: Notify,
+    /// The run's event loop, woken when a result arrives.
+    results_ready: AtomicWaker,
+}
+
+/// A result on its way to the program: the glue's id of the call, and the tool's path (for its
+/// error or context entries).
+pub(crate) struct Finished {
+    pub id: u32,
+    pub path: String,
+    pub response: Response,
 }
 
 #[derive(Default)]
 struct LedgerState {
     live: usize,
     ended: bool,
+    /// Finished calls whose results the program has not taken yet.
+    results: Vec<Finished>,
     /// Ended after the run without their tool's body starting: no effect.
     cancelled: u64,
     /// Ended after the run with their tool's body started: their outcome is the tool's own.
@@ -87,19 +104,38 @@ impl Ledger {
         self.lock().tasks.push(task);
     }
 
-    pub(crate) fn finished(&self, response: &Response) {
+    /// A call ended: its result goes to the program, or, once the run has ended, is counted.
+    pub(crate) fn finished(&self, call: Finished) {
         let mut state = self.lock();
         state.live = state.live.saturating_sub(1);
         if state.ended {
-            match response {
+            match call.response {
                 // Stopped before the tool's body started (the pipeline's rule): no effect.
                 Err(error) if error.kind == ErrorKind::Cancelled => state.cancelled += 1,
                 _ => state.finished_after_end += 1,
             }
+        } else {
+            state.results.push(call);
         }
-        if state.live == 0 {
+        let settled = state.live == 0;
+        drop(state);
+        self.results_ready.wake();
+        if settled {
             self.settled.notify_waiters();
         }
+    }
+
+    /// The results that arrived since the last look; `waker` is woken when the next arrives.
+    pub(crate) fn take_results(&self, waker: &Waker) -> Vec<Finished> {
+        // Registered before the look, so a result pushed in between still wakes it.
+        self.results_ready.register(waker);
+        std::mem::take(&mut self.lock().results)
+    }
+
+    /// A call is in flight, or its result waits to be taken.
+    pub(crate) fn busy(&self) -> bool {
+        let state = self.lock();
+        state.live > 0 || !state.results.is_empty()
     }
 
     /// Marks the run's end (call it before cancelling the calls), then waits for the calls in
@@ -151,7 +187,6 @@ impl ToolRun {
             in_flight: Arc::new(Semaphore::new(limits.in_flight_calls.max(1))),
             max_calls: limits.tool_calls,
             issued: 0,
-            active: 0,
             calls_by_tool: BTreeMap::new(),
             bytes_kept: 0,
             contexts: Vec::new(),

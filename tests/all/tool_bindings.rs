@@ -35,7 +35,7 @@ impl std::ops::Deref for ScriptedHost {
 impl ToolHost for ScriptedHost {
     fn paths(&self) -> Vec<String> {
         [
-            "echo", "slow", "fail", "approve", "forever", "mem.get", "delete",
+            "echo", "slow", "fail", "approve", "forever", "mem.get", "delete", "after",
         ]
         .map(String::from)
         .to_vec()
@@ -65,6 +65,13 @@ impl ToolHost for ScriptedHost {
                 "slow" => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     Ok(ToolReply::new(json!("slow done")))
+                }
+                // `{i}` after `ms` milliseconds: a call that goes on past its first poll.
+                "after" => {
+                    let ms = request.args["ms"].as_u64().unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    tokio::task::yield_now().await;
+                    Ok(ToolReply::new(json!({"i": request.args["i"]})))
                 }
                 "fail" => Err(CallError::new(
                     ErrorKind::ToolError {
@@ -264,6 +271,86 @@ async fn calls_in_flight_when_the_program_returns_are_cancelled() {
         2,
         "both calls were cancelled"
     );
+}
+
+/// A call that goes on is settled later, in a batch with the others that arrived meanwhile:
+/// each result must still reach the promise of its own call, whatever the order they end in,
+/// with calls that finish at once (which take no place in the table) issued in between.
+#[tokio::test]
+async fn results_of_calls_that_go_on_reach_their_own_callers_in_any_order() {
+    let source = "
+        const order = [];
+        const calls = [];
+        [60, 5, 35, 0, 20, 45, 10, 25].forEach((ms, i) => {
+            calls.push(tools.after({ ms, i }).then((r) => { order.push(r.i); return r.i; }));
+            calls.push(tools.echo({ i }).then((r) => r.echo.i));
+        });
+        return { values: await Promise.all(calls), order };";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!({
+            "values": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7],
+            "order": [3, 1, 6, 4, 7, 2, 5, 0],
+        })),
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(outcome.stats.tool_calls, 16);
+}
+
+/// The results of calls that go on do not come through deno_core's op driver, so the run's
+/// event loop must count them itself: a call in flight keeps the run going (its result still
+/// reaches the program), and once it ended the run reports the promise that can never settle.
+#[tokio::test]
+async fn a_call_in_flight_keeps_the_run_alive_until_its_result_arrives() {
+    let source = "
+        tools.after({ ms: 50, i: 7 }).then((r) => console.log('arrived', r.i));
+        await new Promise(() => {});";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(outcome.status, RunStatus::Error, "{}", outcome.to_json());
+    assert_eq!(outcome.error.as_ref().unwrap().name, "UnsettledPromise");
+    let logs: Vec<&str> = outcome.logs.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(logs, ["arrived 7"], "{}", outcome.to_json());
+    assert_eq!(outcome.stats.cancelled_calls, 0);
+    let source = "
+        let got = 'nothing';
+        tools.after({ ms: 30, i: 8 }).then((r) => { got = r.i; });
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        return got;";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!(8)),
+        "{}",
+        outcome.to_json()
+    );
+}
+
+/// Settling a call with an object reads its `then`; a getter the program put there runs while
+/// the host hands results over, and may issue calls itself. They join the table like any other
+/// and are settled in a later batch; the results being handed over still reach their callers.
+#[tokio::test]
+async fn calls_issued_while_results_are_handed_over_are_settled_too() {
+    let source = "
+        let issued = 0;
+        const extra = [];
+        Object.defineProperty(Object.prototype, 'then', { configurable: true, get() {
+            if (issued < 2) { issued++; extra.push(tools.after({ ms: 5, i: 100 + issued })); }
+            return undefined;
+        } });
+        const first = await Promise.all([tools.after({ ms: 10, i: 1 }), tools.after({ ms: 10, i: 2 })]);
+        delete Object.prototype.then;
+        const more = await Promise.all(extra);
+        return [first.map((r) => r.i), more.map((r) => r.i)];";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([[1, 2], [101, 102]])),
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(outcome.stats.tool_calls, 4);
 }
 
 #[tokio::test]
