@@ -1,0 +1,131 @@
+//! W3's timeline: where the time of `Promise.all` over 100 calls of a 10 ms tool goes. Each run
+//! goes through the same public API as `benches/workloads.rs` (a `Harness` on a warm pool); the
+//! tool marks when each call's body starts and when its sleep ends. Per run, and as medians:
+//! the first and the last call reaching its tool, the first and the last sleep ending, and the
+//! run's end, all in ms from the start of `harness.run`.
+//!
+//! ```text
+//! cargo run --release --example w3_timeline [RUNS]   # RUNS defaults to 30
+//! ```
+//!
+//! The last call's start is what codemode can move: the timer fires about 11 ms after it (tokio
+//! rounds a deadline up to its next millisecond tick), so every microsecond of issuing the 100
+//! calls shows in the run's end (docs/PERFORMANCE.md, W3).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codemode::sandbox::{Limits, Sandbox, SandboxConfig};
+use codemode::{Harness, ToolDefinition, ToolRegistry};
+use serde_json::{Value, json};
+
+const W3: &str = "const r = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.sleep10({ x: i }))); return r.length";
+
+/// When a call's body started (`Start`) or its sleep ended (`Woke`).
+#[derive(Clone, Copy, PartialEq)]
+enum Mark {
+    Start,
+    Woke,
+}
+
+type Marks = Arc<Mutex<Vec<(Mark, Instant)>>>;
+
+/// W3's `sleep10`, marking its start and its wake-up.
+fn registry(marks: &Marks) -> ToolRegistry {
+    let marks = Arc::clone(marks);
+    let sleep10 = ToolDefinition::builder("sleep10")
+        .description("sleeps 10 ms, returns its `x`")
+        .parameters(json!({"type": "object"}))
+        .parallel_safe()
+        .execute(move |args: Value, _exec| {
+            let marks = Arc::clone(&marks);
+            async move {
+                marks.lock().unwrap().push((Mark::Start, Instant::now()));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                marks.lock().unwrap().push((Mark::Woke, Instant::now()));
+                Ok(args["x"].clone())
+            }
+        })
+        .build()
+        .unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register(sleep10).unwrap();
+    registry
+}
+
+fn main() {
+    let runs: usize = std::env::args()
+        .nth(1)
+        .map(|n| n.parse().expect("RUNS is a number"))
+        .unwrap_or(30);
+    let marks = Marks::default();
+    let host = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // As in the workloads bench: the 100 calls in flight at once.
+    let limits = Limits {
+        in_flight_calls: 128,
+        ..Limits::default()
+    };
+    let sandbox = Sandbox::new(SandboxConfig {
+        workers: 1,
+        limits: limits.clone(),
+        ..SandboxConfig::default()
+    })
+    .unwrap();
+    let harness = Harness::builder()
+        .limits(limits)
+        .sandbox(sandbox.clone())
+        .inner(|pipeline| pipeline.pool_size(128))
+        .build(registry(&marks))
+        .unwrap();
+
+    const COLUMNS: [&str; 5] = ["first call", "last call", "first wake", "last wake", "end"];
+    let mut rows: Vec<[f64; 5]> = Vec::new();
+    for _ in 0..runs {
+        while sandbox.warm_workers() < 1 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        marks.lock().unwrap().clear();
+        let started = Instant::now();
+        let outcome = host.block_on(harness.run(W3)).unwrap();
+        let ended = Instant::now();
+        assert!(outcome.is_ok(), "{}", outcome.to_json());
+        let ms = |at: Instant| (at - started).as_secs_f64() * 1000.0;
+        let marks = marks.lock().unwrap();
+        let times = |kind: Mark| -> Vec<f64> {
+            marks
+                .iter()
+                .filter(|(mark, _)| *mark == kind)
+                .map(|(_, at)| ms(*at))
+                .collect()
+        };
+        let (starts, wakes) = (times(Mark::Start), times(Mark::Woke));
+        let row = [
+            starts[0],
+            starts[starts.len() - 1],
+            wakes[0],
+            wakes[wakes.len() - 1],
+            ms(ended),
+        ];
+        let shown: Vec<String> = COLUMNS
+            .iter()
+            .zip(row)
+            .map(|(name, at)| format!("{name} {at:.3}"))
+            .collect();
+        println!("{}", shown.join(", "));
+        rows.push(row);
+    }
+    let medians: Vec<String> = COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(column, name)| {
+            let mut values: Vec<f64> = rows.iter().map(|row| row[column]).collect();
+            values.sort_by(f64::total_cmp);
+            format!("{name} {:.3}", values[values.len() / 2])
+        })
+        .collect();
+    println!("medians over {runs} runs (ms): {}", medians.join(", "));
+}
