@@ -27,6 +27,7 @@
     PromiseResolve,
     PromiseWithResolvers,
     Proxy,
+    RangeError,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     WeakMap,
@@ -138,8 +139,8 @@
   }
 
   // Called by the host (`hand_over_results` in execute.rs) with the results that arrived since
-  // its last call: a flat array of `id, ok, value` triples, where a failure's value is its
-  // record. One call per batch, and no promise of deno_core's per call. The host runs the
+  // its last call: a flat array of `id, kind, value` triples (`Results` in tool_ops.rs): kind 1
+  // the value, 0 a failure's record, 2 why the engine could not take the value. One call per batch, and no promise of deno_core's per call. The host runs the
   // microtasks after it. Resolving with a value may read a `then` the program put on
   // Object.prototype (as any promise resolution does); that runs program code here, which may
   // issue calls: they join the table.
@@ -149,9 +150,11 @@
       const resolvers = MapPrototypeGet(awaiting, id);
       if (resolvers === undefined) continue;
       MapPrototypeDelete(awaiting, id);
+      const kind = results[i + 1];
       try {
-        if (results[i + 1]) resolvers.resolve(results[i + 2]);
-        else resolvers.reject(HostToolError(results[i + 2]));
+        if (kind === 1) resolvers.resolve(results[i + 2]);
+        else if (kind === 0) resolvers.reject(HostToolError(results[i + 2]));
+        else resolvers.reject(new RangeError(results[i + 2]));
       } catch (e) {
         // Making the error failed (the heap is exhausted): the call still settles.
         resolvers.reject(e);

@@ -226,9 +226,15 @@ fn hand_over_results(engine: &mut Engine, waker: &Waker) {
     deno_core::scope!(scope, runtime);
     let settle = v8::Local::new(scope, &engine.settle_calls);
     v8::tc_scope!(let scope, scope);
-    // Converting fails only when the engine refuses a string (a result too long for one): the
-    // calls then never settle, and the run ends as a program awaiting them would.
-    if let Ok(results) = results.to_v8(scope) {
+    // A value the engine refused is handed over as its failure (see `Results`); what it threw
+    // meanwhile is dropped, so it cannot fail the call below. Converting the whole batch fails
+    // only when the engine cannot make a string of an error's record: then the calls never
+    // settle, and the run ends as one awaiting them would.
+    let converted = results.to_v8(scope);
+    if scope.has_caught() {
+        scope.reset();
+    }
+    if let Ok(results) = converted {
         let undefined = v8::undefined(scope).into();
         // `settleCalls` catches what it runs; an exception here is the engine stopping the run
         // (termination), which the watchdog reports.

@@ -9,7 +9,7 @@ use std::task::{Context, Poll, Waker};
 
 use deno_core::convert::OptionUndefined;
 use deno_core::{FromV8, OpState, ToV8, op2, v8};
-use deno_error::JsErrorBox;
+use deno_error::{JsErrorBox, JsErrorClass};
 use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -82,17 +82,29 @@ impl<'a> ToV8<'a> for ResultValue {
         self,
         scope: &mut v8::PinScope<'a, 'i>,
     ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
-        let too_long = || JsErrorBox::range_error("the tool result is too long for a string");
+        // The engine refuses a string over its length limit, or one the heap has no room for.
+        let too_long = |text: &str| {
+            let bytes = text.len();
+            move || {
+                JsErrorBox::range_error(format!(
+                    "the tool result ({bytes} bytes as text) does not fit in the sandbox: it is \
+                     over the engine's string length or the run's heap limit; ask the tool for \
+                     less (a page, a filter, a summary)"
+                ))
+            }
+        };
         Ok(match self {
             ResultValue::Json(text) => {
-                let text = v8::String::new(scope, &text).ok_or_else(too_long)?;
+                let text = v8::String::new(scope, &text).ok_or_else(too_long(&text))?;
                 v8::json::parse(scope, text)
                     .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))?
             }
             ResultValue::Number(x) => v8::Number::new(scope, x).into(),
             ResultValue::Bool(b) => v8::Boolean::new(scope, b).into(),
             ResultValue::Null => v8::null(scope).into(),
-            ResultValue::Text(text) => v8::String::new(scope, &text).ok_or_else(too_long)?.into(),
+            ResultValue::Text(text) => v8::String::new(scope, &text)
+                .ok_or_else(too_long(&text))?
+                .into(),
         })
     }
 }
@@ -446,8 +458,10 @@ fn deliver(tools: &mut ToolRun, path: &str, response: Response) -> Result<Result
     }
 }
 
-/// The results of calls that went on, as the host hands them to the glue: a flat array of `id, ok, value` triples, where a failure's value is its record as JSON text (the
-/// message [`rejection`] gives its error).
+/// The results of calls that went on, as the host hands them to the glue: a flat array of
+/// `id, kind, value` triples. Kind 1: the value. Kind 0: a failure, its record as JSON text (the
+/// message [`rejection`] gives its error). Kind 2: the engine could not take the value (a string
+/// too long for it), with why; the glue rejects the call with a `RangeError`, as deno_core did.
 pub(crate) struct Results(Vec<(u32, Result<ResultValue, String>)>);
 
 impl<'a> ToV8<'a> for Results {
@@ -457,16 +471,22 @@ impl<'a> ToV8<'a> for Results {
         self,
         scope: &mut v8::PinScope<'a, 'i>,
     ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
+        let text = |scope: &mut v8::PinScope<'a, 'i>, text: &str| {
+            v8::String::new(scope, text)
+                .ok_or_else(|| JsErrorBox::range_error("a tool error is too long for a string"))
+        };
         let mut elements = Vec::with_capacity(self.0.len() * 3);
         for (id, result) in self.0 {
+            let (kind, value) = match result {
+                Ok(value) => match value.to_v8(scope) {
+                    Ok(value) => (1, value),
+                    Err(refused) => (2, text(scope, &refused.get_message())?.into()),
+                },
+                Err(record) => (0, text(scope, &record)?.into()),
+            };
             elements.push(v8::Integer::new_from_unsigned(scope, id).into());
-            elements.push(v8::Boolean::new(scope, result.is_ok()).into());
-            elements.push(match result {
-                Ok(value) => value.to_v8(scope)?,
-                Err(record) => v8::String::new(scope, &record)
-                    .ok_or_else(|| JsErrorBox::range_error("a tool error is too long"))?
-                    .into(),
-            });
+            elements.push(v8::Integer::new(scope, kind).into());
+            elements.push(value);
         }
         Ok(v8::Array::new_with_elements(scope, &elements).into())
     }

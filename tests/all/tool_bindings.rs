@@ -71,7 +71,11 @@ impl ToolHost for ScriptedHost {
                     let ms = request.args["ms"].as_u64().unwrap_or(0);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     tokio::task::yield_now().await;
-                    Ok(ToolReply::new(json!({"i": request.args["i"]})))
+                    match request.args["bytes"].as_u64() {
+                        // A string result of that many bytes instead.
+                        Some(bytes) => Ok(ToolReply::new(json!("x".repeat(bytes as usize)))),
+                        None => Ok(ToolReply::new(json!({"i": request.args["i"]}))),
+                    }
                 }
                 "fail" => Err(CallError::new(
                     ErrorKind::ToolError {
@@ -351,6 +355,29 @@ async fn calls_issued_while_results_are_handed_over_are_settled_too() {
         outcome.to_json()
     );
     assert_eq!(outcome.stats.tool_calls, 4);
+}
+
+/// A result of a call that went on which the engine cannot hold (here: larger than the run's
+/// heap) rejects that call with a `RangeError` saying so, which the program can catch: the call
+/// neither hangs the run nor settles without a word.
+#[tokio::test]
+async fn a_result_the_engine_cannot_hold_rejects_its_call_with_a_range_error() {
+    let limits = Limits {
+        heap_bytes: 16 * codemode::call::MIB,
+        ..crate::common::short(30_000)
+    };
+    let source = "
+        try { await tools.after({ ms: 5, bytes: 64 * 1024 * 1024 }); return 'held'; }
+        catch (e) { return [e instanceof RangeError, e.message]; }";
+    let outcome = run_with(&host(), source, limits).await;
+    let value = outcome.value_json().unwrap_or_default();
+    assert_eq!(value[0], json!(true), "{}", outcome.to_json());
+    let message = value[1].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("the tool result (67108864 bytes as text) does not fit in the sandbox")
+            && message.contains("heap limit"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
