@@ -4,10 +4,9 @@
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
-
-use deno_core::{ToV8, v8};
 use std::time::Instant;
 
+use deno_core::{ToV8, v8};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

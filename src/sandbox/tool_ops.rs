@@ -3,6 +3,11 @@
 //! Per-run rules of DESIGN.md §5 live here: the tool-call cap (run-ending), the in-flight cap
 //! (back-pressure: a semaphore, so further calls queue), and "a call issued after the run ended
 //! never executes". Per-call byte limits are the pipeline's (`CallLimits`), not the sandbox's.
+//!
+//! The ops are synchronous. A call that finishes on its first poll answers its value; one that
+//! goes on continues as a task of the run's [`Ledger`], and its result reaches the program later,
+//! in a batch with every other that arrived meanwhile ([`take_results`], called by the run's
+//! event loop).
 
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
