@@ -28,6 +28,7 @@
     PromiseWithResolvers,
     Proxy,
     RangeError,
+    TypeError,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     WeakMap,
@@ -131,8 +132,9 @@
   // while its call is awaited (ids wrap within the engine's small integers).
   let nextId = 0;
 
+  // The caller has advanced `nextId` past `id` already, inline: a call made here could fail (at
+  // the stack's limit) after the host took the call, and the id must not be reused then.
   function awaitResult(id) {
-    nextId = (id + 1) & 0x3fffffff;
     const resolvers = PromiseWithResolvers();
     MapPrototypeSet(awaiting, id, resolvers);
     return resolvers.promise;
@@ -140,7 +142,8 @@
 
   // Called by the host (`hand_over_results` in execute.rs) with the results that arrived since
   // its last call: a flat array of `id, kind, value` triples (`Results` in tool_ops.rs): kind 1
-  // the value, 0 a failure's record, 2 why the engine could not take the value. One call per batch, and no promise of deno_core's per call. The host runs the
+  // the value, 0 a failure's record, 2 and 3 why the engine could not take the value (a
+  // RangeError or a TypeError). One call per batch, and no promise of deno_core's per call. The host runs the
   // microtasks after it. Resolving with a value may read a `then` the program put on
   // Object.prototype (as any promise resolution does); that runs program code here, which may
   // issue calls: they join the table.
@@ -154,7 +157,8 @@
       try {
         if (kind === 1) resolvers.resolve(results[i + 2]);
         else if (kind === 0) resolvers.reject(HostToolError(results[i + 2]));
-        else resolvers.reject(new RangeError(results[i + 2]));
+        else if (kind === 2) resolvers.reject(new RangeError(results[i + 2]));
+        else resolvers.reject(new TypeError(results[i + 2]));
       } catch (e) {
         // Making the error failed (the heap is exhausted): the call still settles.
         resolvers.reject(e);
@@ -228,7 +232,12 @@
       const value = wave === 0 && detail === ""
         ? op_codemode_tool_call(index, id, text)
         : op_codemode_tool_call_full(index, id, wave, text, detail);
-      promise = value === undefined ? awaitResult(id) : PromiseResolve(value);
+      if (value === undefined) {
+        nextId = (id + 1) & 0x3fffffff;
+        promise = awaitResult(id);
+      } else {
+        promise = PromiseResolve(value);
+      }
     } catch (e) {
       promise = PromiseReject(e);
     }

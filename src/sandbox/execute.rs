@@ -192,10 +192,9 @@ async fn drive(engine: &mut Engine, control: &RunControl) -> Result<(), String> 
             return Poll::Ready(Ok(()));
         }
         hand_over_results(engine, cx.waker());
+        // Polled even when the results just handed over let the program return: the loop
+        // dispatches the turn's unhandled rejections, which still fail the run (98_run.js).
         let runtime = &mut engine.runtime;
-        if finished(runtime) {
-            return Poll::Ready(Ok(()));
-        }
         let polled = runtime.poll_event_loop(cx, Default::default());
         if finished(runtime) {
             return Poll::Ready(Ok(()));
@@ -226,9 +225,7 @@ fn hand_over_results(engine: &mut Engine, waker: &Waker) {
     let settle = v8::Local::new(scope, &engine.settle_calls);
     v8::tc_scope!(let scope, scope);
     // A value the engine refused is handed over as its failure (see `Results`); what it threw
-    // meanwhile is dropped, so it cannot fail the call below. Converting the whole batch fails
-    // only when the engine cannot make a string of an error's record: then the calls never
-    // settle, and the run ends as one awaiting them would.
+    // meanwhile is dropped, so it cannot fail the call below.
     let converted = results.to_v8(scope);
     if scope.has_caught() {
         scope.reset();

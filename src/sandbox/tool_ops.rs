@@ -317,13 +317,47 @@ fn in_own_task(
     path: String,
     call: impl Future<Output = Response> + Send + 'static,
 ) {
-    let record = Arc::clone(ledger);
     ledger.starting();
+    let mut report = Report {
+        ledger: Arc::clone(ledger),
+        call: Some((id, path)),
+    };
     let task = tokio::spawn(async move {
         let response = call.await;
-        record.finished(Finished { id, path, response });
+        report.finished(response);
     });
     ledger.started(task.abort_handle());
+}
+
+/// Reports a call's end to the ledger exactly once, even when the host's future panics (a
+/// `ToolHost` is the embedder's code): the call then fails, instead of keeping the run waiting
+/// on it until its deadline. A task aborted by [`Ledger::settle`] is counted there, not here.
+struct Report {
+    ledger: Arc<Ledger>,
+    call: Option<(u32, String)>,
+}
+
+impl Report {
+    fn finished(&mut self, response: Response) {
+        if let Some((id, path)) = self.call.take() {
+            self.ledger.finished(Finished { id, path, response });
+        }
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let failure = CallError::new(
+                ErrorKind::ToolError {
+                    retryable: false,
+                    attempts: 1,
+                },
+                "the tool host panicked while running this call",
+            );
+            self.finished(Err(failure));
+        }
+    }
 }
 
 /// What the program gets from issuing a call: the result, when the call finished on its first
@@ -465,9 +499,14 @@ fn deliver(tools: &mut ToolRun, path: &str, response: Response) -> Result<Result
 
 /// The results of calls that went on, as the host hands them to the glue: a flat array of
 /// `id, kind, value` triples. Kind 1: the value. Kind 0: a failure, its record as JSON text (the
-/// message [`rejection`] gives its error). Kind 2: the engine could not take the value (a string
-/// too long for it), with why; the glue rejects the call with a `RangeError`, as deno_core did.
+/// message [`rejection`] gives its error). Kinds 2 and 3: the engine could not take the value
+/// (a string too long for it, or for the heap left), with why; the glue rejects the call with a
+/// `RangeError` (2) or a `TypeError` (3), as the op's own conversion does. One entry the engine
+/// cannot take never keeps the others from settling.
 pub(crate) struct Results(Vec<(u32, Result<ResultValue, String>)>);
+
+/// What a failure's value says when the engine cannot make a string of it either.
+const UNSAYABLE: &str = "the tool's answer does not fit in the sandbox";
 
 impl<'a> ToV8<'a> for Results {
     type Error = JsErrorBox;
@@ -476,25 +515,48 @@ impl<'a> ToV8<'a> for Results {
         self,
         scope: &mut v8::PinScope<'a, 'i>,
     ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
-        let text = |scope: &mut v8::PinScope<'a, 'i>, text: &str| {
-            v8::String::new(scope, text)
-                .ok_or_else(|| JsErrorBox::range_error("a tool error is too long for a string"))
-        };
         let mut elements = Vec::with_capacity(self.0.len() * 3);
         for (id, result) in self.0 {
-            let (kind, value) = match result {
+            let (kind, text) = match result {
                 Ok(value) => match value.to_v8(scope) {
-                    Ok(value) => (1, value),
-                    Err(refused) => (2, text(scope, &refused.get_message())?.into()),
+                    Ok(value) => {
+                        push_entry(scope, &mut elements, id, 1, value);
+                        continue;
+                    }
+                    Err(refused) => {
+                        let kind = if refused.get_class() == "TypeError" {
+                            3
+                        } else {
+                            2
+                        };
+                        (kind, refused.get_message().into_owned())
+                    }
                 },
-                Err(record) => (0, text(scope, &record)?.into()),
+                Err(record) => (0, record),
             };
-            elements.push(v8::Integer::new_from_unsigned(scope, id).into());
-            elements.push(v8::Integer::new(scope, kind).into());
-            elements.push(value);
+            let (kind, value) = match v8::String::new(scope, &text) {
+                Some(text) => (kind, text.into()),
+                None => match v8::String::new(scope, UNSAYABLE) {
+                    Some(text) => (2, text.into()),
+                    None => (2, v8::undefined(scope).into()),
+                },
+            };
+            push_entry(scope, &mut elements, id, kind, value);
         }
         Ok(v8::Array::new_with_elements(scope, &elements).into())
     }
+}
+
+fn push_entry<'a>(
+    scope: &mut v8::PinScope<'a, '_>,
+    elements: &mut Vec<v8::Local<'a, v8::Value>>,
+    id: u32,
+    kind: i32,
+    value: v8::Local<'a, v8::Value>,
+) {
+    elements.push(v8::Integer::new_from_unsigned(scope, id).into());
+    elements.push(v8::Integer::new(scope, kind).into());
+    elements.push(value);
 }
 
 /// The results of the run's calls that went on which arrived since the last look, counted in the

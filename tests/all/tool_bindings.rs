@@ -35,7 +35,7 @@ impl std::ops::Deref for ScriptedHost {
 impl ToolHost for ScriptedHost {
     fn paths(&self) -> Vec<String> {
         [
-            "echo", "slow", "fail", "approve", "forever", "mem.get", "delete", "after",
+            "echo", "slow", "fail", "approve", "forever", "mem.get", "delete", "after", "panics",
         ]
         .map(String::from)
         .to_vec()
@@ -90,6 +90,11 @@ impl ToolHost for ScriptedHost {
                     tokio::time::sleep(Duration::from_millis(600)).await;
                     request.deadline.resume();
                     Ok(ToolReply::new(json!("approved")))
+                }
+                // A host bug: the call's future panics after its first poll.
+                "panics" => {
+                    tokio::task::yield_now().await;
+                    panic!("a scripted host bug");
                 }
                 "forever" => {
                     // Counts once whether the call is cancelled through its token or dropped.
@@ -378,6 +383,51 @@ async fn a_result_the_engine_cannot_hold_rejects_its_call_with_a_range_error() {
             && message.contains("heap limit"),
         "{message}"
     );
+}
+
+/// A rejection nobody handles fails the run even when the program returns in the same turn
+/// (98_run.js). Here that turn is the one in which the host hands over a call's result: the
+/// run's event loop must still dispatch the turn's rejections before the run ends.
+#[tokio::test]
+async fn a_rejection_in_the_turn_a_result_arrives_still_fails_the_run() {
+    let source = "
+        const r = await tools.after({ ms: 5, i: 1 });
+        Promise.reject(new Error('lost'));
+        return r.i;";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(outcome.status, RunStatus::Error, "{}", outcome.to_json());
+    let error = outcome.error.unwrap();
+    assert_eq!(
+        (error.name.as_str(), error.message.as_str()),
+        ("Error", "lost")
+    );
+}
+
+/// A `ToolHost` is the embedder's code: when its future panics after the first poll, that call
+/// fails with a `ToolError` the program can catch, and the run goes on (it does not wait for
+/// the call until its deadline).
+#[tokio::test]
+async fn a_host_that_panics_fails_its_call_not_the_run() {
+    let source = "
+        let failure;
+        try { await tools.panics({}); } catch (e) { failure = [e.code, e.message]; }
+        const after = await tools.after({ ms: 1, i: 2 });
+        return [failure, after.i];";
+    let started = std::time::Instant::now();
+    let outcome = run_with(&host(), source, crate::common::short(10_000)).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([
+            [
+                "TOOL_ERROR",
+                "the tool host panicked while running this call"
+            ],
+            2
+        ])),
+        "{}",
+        outcome.to_json()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]
