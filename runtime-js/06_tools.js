@@ -15,13 +15,13 @@
     Error,
     JSONParse,
     JSONStringify,
+    Map,
     MapPrototypeDelete,
     MapPrototypeGet,
     MapPrototypeSet,
     ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
-    Map,
     PromisePrototypeThen,
     PromiseReject,
     PromiseResolve,
@@ -85,7 +85,7 @@
   // The op answers with the tool's value itself. A failure throws the error deno_core builds
   // for the class registered below: a ToolError made from the failure record, which arrives as
   // the message (`{code, message, tool, detailsJson}` as JSON); a call that went on fails with
-  // the same record, through `settle`. This runs inside deno_core's error conversion, so it
+  // the same record, through `settleCalls`. This runs inside deno_core's error conversion, so it
   // reaches nothing the program can hook: native parses of host-written text, a frozen class,
   // captured intrinsics; no stringify (no `toJSON`), no `stack` read (no `prepareStackTrace`).
   function HostToolError(recordJson) {
@@ -132,21 +132,13 @@
   // while its call is awaited (ids wrap within the engine's small integers).
   let nextId = 0;
 
-  // The caller has advanced `nextId` past `id` already, inline: a call made here could fail (at
-  // the stack's limit) after the host took the call, and the id must not be reused then.
-  function awaitResult(id) {
-    const resolvers = PromiseWithResolvers();
-    MapPrototypeSet(awaiting, id, resolvers);
-    return resolvers.promise;
-  }
-
   // Called by the host (`hand_over_results` in execute.rs) with the results that arrived since
   // its last call: a flat array of `id, kind, value` triples (`Results` in tool_ops.rs): kind 1
   // the value, 0 a failure's record, 2 and 3 why the engine could not take the value (a
-  // RangeError or a TypeError). One call per batch, and no promise of deno_core's per call. The host runs the
-  // microtasks after it. Resolving with a value may read a `then` the program put on
-  // Object.prototype (as any promise resolution does); that runs program code here, which may
-  // issue calls: they join the table.
+  // RangeError or a TypeError). One call per batch, and no promise of deno_core's per call; the
+  // host runs the microtasks after it. Resolving with a value may read a `then` the program put
+  // on Object.prototype (as any promise resolution does); that runs program code here, which
+  // may issue calls: they join the table.
   internal.settleCalls = function settleCalls(results) {
     for (let i = 0; i < results.length; i += 3) {
       const id = results[i];
@@ -233,8 +225,12 @@
         ? op_codemode_tool_call(index, id, text)
         : op_codemode_tool_call_full(index, id, wave, text, detail);
       if (value === undefined) {
+        // The call goes on. Its id is taken first, before anything here can fail (at the
+        // stack's limit, say) with the host already holding the call.
         nextId = (id + 1) & 0x3fffffff;
-        promise = awaitResult(id);
+        const resolvers = PromiseWithResolvers();
+        MapPrototypeSet(awaiting, id, resolvers);
+        promise = resolvers.promise;
       } else {
         promise = PromiseResolve(value);
       }
