@@ -81,6 +81,8 @@ fn pipeline_with_tools() -> Pipeline {
 }
 
 fn benches(c: &mut Criterion) {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let mut group = c.benchmark_group("code_mode");
     group
         .sample_size(20)

@@ -42,6 +42,8 @@ return { count: summary.length, first: summary[0] };
 "#;
 
 fn benches(c: &mut Criterion) {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     plan_benches(c);
     let mut group = c.benchmark_group("sandbox");
     group

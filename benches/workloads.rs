@@ -14,6 +14,11 @@
 //! millisecond and parks in whole milliseconds, so this floor is above 11 ms on its own; W3
 //! minus the floor is what codemode adds.
 //!
+//! Before the first run the bench makes the process's startup snapshot
+//! (`codemode::sandbox::make_startup_snapshot`), so every run is on an isolate restored from it:
+//! the steady state. A process that does not ask for it makes it in the background after its
+//! first few isolates; `codemode run` and a server's first runs are that cold start.
+//!
 //! After the group, the process's peak RSS (`VmHWM`) is printed: the memory of running W1-W4.
 //! Criterion runs each workload thousands of times, each run on a fresh isolate, so that peak
 //! includes what the engine facade keeps of every dropped isolate in thread isolation
@@ -130,6 +135,9 @@ fn peak_rss_mb() -> Option<f64> {
 }
 
 fn benches(c: &mut Criterion) {
+    // The steady state: every isolate restored from the startup snapshot, which a process
+    // otherwise makes in the background after its first few isolates (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let host = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

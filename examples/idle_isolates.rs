@@ -9,6 +9,8 @@ fn rss_mb() -> f64 {
 }
 
 fn main() {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let n: usize = std::env::args().nth(1).map_or(16, |a| a.parse().unwrap());
     let before = rss_mb();
     let one = Sandbox::new(SandboxConfig {

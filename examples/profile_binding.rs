@@ -39,6 +39,8 @@ async fn op_profile_echo(#[string] text: String) -> String {
 deno_core::extension!(profile_floor, ops = [op_profile_echo]);
 
 fn main() {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let mut args = std::env::args().skip(1);
     let shape = args.next().unwrap_or_else(|| "binding".to_string());
     let calls: u64 = args

@@ -9,6 +9,8 @@ use codemode::{Harness, ToolRegistry};
 use std::time::{Duration, Instant};
 
 fn main() {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let host = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -54,6 +54,8 @@ fn registry(marks: &Marks) -> ToolRegistry {
 }
 
 fn main() {
+    // Steady state: every isolate restored from the startup snapshot (docs/PERFORMANCE.md).
+    codemode::sandbox::make_startup_snapshot().unwrap();
     let runs: usize = std::env::args()
         .nth(1)
         .map(|n| n.parse().expect("RUNS is a number"))

@@ -56,6 +56,8 @@ fn churn_probe() {
     deno_core::JsRuntime::init_platform(None);
     let sandbox = match mode.as_str() {
         "thread" | "process" => {
+            // Made now, not in the background while the growth is measured.
+            codemode::sandbox::make_startup_snapshot().unwrap();
             let isolation = if mode == "process" {
                 Isolation::Process(ProcessConfig::with_program(worker_program()))
             } else {

@@ -72,6 +72,10 @@ pub fn serve_worker() -> i32 {
             snapshot_from_host = true;
         }
     }
+    if setup.snapshot.is_none() {
+        // The host had none yet: it replaces this worker once it has one (`slot` in parent.rs).
+        crate::sandbox::engine::forgo_startup_snapshot();
+    }
     let mut confinement = super::harden::apply(setup.address_space_bytes);
     confinement.snapshot_from_host = snapshot_from_host;
     if setup.probe {

@@ -58,9 +58,6 @@ pub(crate) struct ProcessPool {
 struct Shared {
     jobs: tokio::sync::Mutex<mpsc::UnboundedReceiver<ProcessJob>>,
     setup: WorkerSetup,
-    /// This process's startup snapshot, handed to every worker it starts (set by the manager
-    /// thread before any worker starts).
-    snapshot: OnceLock<Option<&'static [u8]>>,
     config: ProcessConfig,
     ready: Arc<AtomicUsize>,
     /// The manager's event loop, where slots run.
@@ -126,7 +123,6 @@ impl ProcessPool {
         let shared = Arc::new(Shared {
             jobs: tokio::sync::Mutex::new(receiver),
             setup,
-            snapshot: OnceLock::new(),
             config,
             ready: Arc::clone(&ready),
             handle: OnceLock::new(),
@@ -140,10 +136,10 @@ impl ProcessPool {
         let managed = Arc::clone(&shared);
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
-            // Making the startup snapshot runs the engine, which needs a few MiB of stack.
-            .stack_size(16 * crate::call::MIB)
             .spawn(move || {
-                let _ = managed.snapshot.set(engine::startup_snapshot().ok());
+                // Workers started before it is made go without it (each makes its own after a
+                // few runs, as any process does); later ones get it (see `slot`).
+                engine::make_snapshot_in_background();
                 let _ = managed.handle.set(runtime.handle().clone());
                 runtime.block_on(async move {
                     for _ in 0..base {
@@ -212,7 +208,8 @@ async fn slot(shared: Arc<Shared>, permanent: bool) {
             if !std::mem::replace(&mut starting, true) {
                 shared.starting.fetch_add(1, Ordering::SeqCst);
             }
-            let snapshot = shared.snapshot.get().copied().flatten();
+            // The host's startup snapshot once it is made: the worker need not make one.
+            let snapshot = engine::ready_snapshot();
             match WorkerProcess::start(&shared.setup, snapshot, &shared.config).await {
                 Ok(started) => {
                     failures = 0;
@@ -268,8 +265,11 @@ async fn slot(shared: Arc<Shared>, permanent: bool) {
         };
         uncount(&mut counted);
         let healthy = running.run(job, &shared).await;
+        // A worker started before the host had its startup snapshot builds every isolate from
+        // the glue; one that gets the snapshot takes its place as soon as there is one.
         let worn = running.runs >= shared.config.runs_per_worker.max(1)
-            || running.rss_bytes() > shared.config.rss_ceiling_bytes;
+            || running.rss_bytes() > shared.config.rss_ceiling_bytes
+            || (!running.host_snapshot && engine::ready_snapshot().is_some());
         if (!healthy || worn)
             && let Some(done) = worker.take()
         {
@@ -300,6 +300,8 @@ struct WorkerProcess {
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_done: Option<oneshot::Receiver<()>>,
     runs: usize,
+    /// Whether it was given the host's startup snapshot.
+    host_snapshot: bool,
     confinement: WorkerReport,
 }
 
@@ -347,6 +349,7 @@ impl WorkerProcess {
             stderr: tail,
             stderr_done: Some(stderr_done),
             runs: 0,
+            host_snapshot: snapshot.is_some(),
             confinement: WorkerReport::default(),
         };
         // The host's startup snapshot follows the hello, so the worker need not make one.
