@@ -78,14 +78,16 @@ const UNWIND_HEADROOM: usize = 32 * 1024 * 1024;
 const SNAPSHOT_GLUE: &[(&str, &str)] = GLUE.split_at(GLUE.len() - 1).0;
 const SHAPE_GLUE: (&str, &str) = GLUE[GLUE.len() - 1];
 
-static SNAPSHOT: OnceLock<Result<&'static [u8], String>> = OnceLock::new();
+/// The process's startup snapshot once made (or adopted from the host), or why there is none.
+/// Set once; a second snapshot made meanwhile (see [`startup_snapshot`]) is dropped.
+static SNAPSHOT: OnceLock<Result<Box<[u8]>, String>> = OnceLock::new();
 
 /// Isolates a process builds from the whole glue before it starts making its startup snapshot.
 /// Making the snapshot costs the CPU of about 25 such builds (0.3 s on a 2-core VM, most of it
 /// the facade's search for every native function in the global graph), while a restored
 /// isolate is ready about 13 ms sooner than one that runs the glue. A process that runs one
-/// program (`codemode run`: two warm workers and one refill) never pays for it; a server pays
-/// once, in the background, after its first runs.
+/// program (`codemode run`: one warm worker and one refill) never pays for it; a server pays
+/// once, in the background, after its first runs (at once if its pool has 4 workers or more).
 const BUILDS_BEFORE_SNAPSHOT: usize = 4;
 
 /// Isolates this process built without a snapshot, while it had none.
@@ -113,7 +115,7 @@ pub(crate) fn snapshot_fingerprint() -> String {
 /// Use `bytes` (made by a process of the same fingerprint) as this process's startup snapshot,
 /// unless it already has one.
 pub(crate) fn adopt_startup_snapshot(bytes: Vec<u8>) {
-    let _ = SNAPSHOT.set(Ok(&*Box::leak(bytes.into_boxed_slice())));
+    let _ = SNAPSHOT.set(Ok(bytes.into_boxed_slice()));
 }
 
 /// This process makes no startup snapshot: a worker process started before its host had one,
@@ -125,7 +127,7 @@ pub(crate) fn forgo_startup_snapshot() {
 
 /// The process's startup snapshot, if it has been made (or adopted); never waits for it.
 pub(crate) fn ready_snapshot() -> Option<&'static [u8]> {
-    SNAPSHOT.get()?.as_ref().ok().copied()
+    SNAPSHOT.get()?.as_deref().ok()
 }
 
 /// Start making the startup snapshot on a thread of its own, unless it is made, being made or
@@ -140,7 +142,10 @@ pub(crate) fn make_snapshot_in_background() {
         .stack_size(16 * crate::call::MIB)
         .spawn(|| {
             lower_this_threads_priority();
-            let _ = startup_snapshot();
+            // Made outside the lock: a caller that wants it now makes its own at its priority
+            // rather than wait on this thread.
+            let made = make_snapshot();
+            let _ = SNAPSHOT.set(made);
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the thread that makes the startup snapshot: {e}");
@@ -165,7 +170,7 @@ fn lower_this_threads_priority() {
 /// starts making it.
 fn snapshot_for_build() -> Option<&'static [u8]> {
     if let Some(done) = SNAPSHOT.get() {
-        return done.as_ref().ok().copied();
+        return done.as_deref().ok();
     }
     if BUILDS_WITHOUT_SNAPSHOT.fetch_add(1, Ordering::SeqCst) + 1 >= BUILDS_BEFORE_SNAPSHOT {
         make_snapshot_in_background();
@@ -173,34 +178,40 @@ fn snapshot_for_build() -> Option<&'static [u8]> {
     None
 }
 
-/// The process's startup snapshot: made on the calling thread, or awaited if another thread is
-/// making it, then shared by every isolate. `Err` when the engine cannot make one (isolates
-/// then run the whole glue) or the process forwent it. Needs a thread with a stack of a few MiB.
+/// The process's startup snapshot: the one made or adopted, else made now on the calling thread
+/// (at its priority: a thread making one in the background is not waited for), then shared by
+/// every isolate. `Err` when the engine cannot make one (isolates then run the whole glue) or
+/// the process forwent it. Needs a thread with a stack of a few MiB.
 pub(crate) fn startup_snapshot() -> Result<&'static [u8], String> {
-    SNAPSHOT
-        .get_or_init(|| {
-            let built = std::panic::catch_unwind(|| {
-                let mut runtime = JsRuntimeForSnapshot::new(RuntimeOptions {
-                    extensions: vec![ops::codemode_sandbox::init()],
-                    ..RuntimeOptions::default()
-                });
-                for (name, source) in SNAPSHOT_GLUE {
-                    runtime
-                        .execute_script(*name, *source)
-                        .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
-                }
-                Ok::<_, String>(runtime.snapshot())
-            })
-            .unwrap_or_else(|_| Err("the engine panicked while making it".into()));
-            match built {
-                Ok(bytes) => Ok(&*Box::leak(bytes)),
-                Err(e) => {
-                    tracing::warn!("no startup snapshot, isolates run the whole glue: {e}");
-                    Err(e)
-                }
-            }
-        })
-        .clone()
+    if SNAPSHOT.get().is_none() {
+        let _ = SNAPSHOT.set(make_snapshot());
+    }
+    match SNAPSHOT.get() {
+        Some(Ok(bytes)) => Ok(bytes),
+        Some(Err(e)) => Err(e.clone()),
+        None => unreachable!("set just above"),
+    }
+}
+
+/// Make a startup snapshot: deno_core's scripts and all of the glue but the last script.
+fn make_snapshot() -> Result<Box<[u8]>, String> {
+    let built = std::panic::catch_unwind(|| {
+        let mut runtime = JsRuntimeForSnapshot::new(RuntimeOptions {
+            extensions: vec![ops::codemode_sandbox::init()],
+            ..RuntimeOptions::default()
+        });
+        for (name, source) in SNAPSHOT_GLUE {
+            runtime
+                .execute_script(*name, *source)
+                .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
+        }
+        Ok::<_, String>(runtime.snapshot())
+    })
+    .unwrap_or_else(|_| Err("the engine panicked while making it".into()));
+    if let Err(e) = &built {
+        tracing::warn!("no startup snapshot, isolates run the whole glue: {e}");
+    }
+    built
 }
 
 /// deno_core's stack formatter, except while the isolate is being terminated (a heap-limit stop,
@@ -322,32 +333,45 @@ mod tests {
     /// What a program can see of its isolate: the globals, their prototype chain's names, the
     /// glue's console, timers, errors and serialisation.
     const PROBE: &str = r#"
-        const names = (o) => Object.getOwnPropertyNames(o).sort();
+        // Each own property: its kind and attributes, sorted by name.
+        const shape = (o) => Object.getOwnPropertyNames(o).sort().map((k) => {
+            const d = Object.getOwnPropertyDescriptor(o, k);
+            return [k, "value" in d ? typeof d.value : "accessor", d.writable, d.enumerable, d.configurable];
+        });
+        const intrinsic = (name) => {
+            const value = globalThis[name];
+            const proto = value.prototype;
+            return [name, Object.isFrozen(value), shape(value), proto ? [Object.isFrozen(proto), shape(proto)] : null];
+        };
         console.log("a log", { nested: [1, "two"] }, new Map([[1, 2]]));
         const timer = await new Promise((r) => setTimeout(() => r("fired"), 1));
         let error;
         try { null.x } catch (e) { error = String(e) }
         return {
-            globals: names(globalThis),
-            proto: names(Object.getPrototypeOf(globalThis)),
-            promise: names(Promise.prototype),
+            globals: shape(globalThis),
+            proto: shape(Object.getPrototypeOf(globalThis)),
+            intrinsics: ["Object", "Array", "Promise", "JSON", "Math", "console", "ToolError", "Error",
+                         "Function", "String", "Map", "URL", "TextEncoder"].map(intrinsic),
+            tools: [typeof tools, Object.isFrozen(tools)],
             timer,
             error,
-            tools: typeof tools,
             json: JSON.stringify({ a: [1, 2], b: "c" }),
         };
     "#;
 
-    /// The bootstrap's report, and the outcome of `PROBE` minus its timing, on an isolate built
+    /// A rejection nobody handles, after a line the error must point past.
+    const UNHANDLED: &str = "const x = 1;\nPromise.reject(new RangeError('nobody handles this'));\nawait new Promise((r) => setTimeout(r, 5));\nreturn x;";
+
+    /// The bootstrap's report, and the outcome of `program` minus its timing, on an isolate built
     /// with `snapshot` (or by the whole glue).
-    fn observed(snapshot: Option<&'static [u8]>) -> (String, String) {
+    fn observed(snapshot: Option<&'static [u8]>, program: &'static str) -> (String, String) {
         std::thread::Builder::new()
             .stack_size(16 * crate::call::MIB)
             .spawn(move || {
                 let limits = Limits::default();
                 let mut engine = Engine::with_snapshot(limits.heap_bytes, snapshot).unwrap();
                 let report = format!("{:?}", engine.report);
-                let program = crate::sandbox::prepare(PROBE, &limits).unwrap();
+                let program = crate::sandbox::prepare(program, &limits).unwrap();
                 let watchdog = Watchdog::spawn("test-watchdog".into(), None).unwrap();
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -378,11 +402,18 @@ mod tests {
             .join()
             .unwrap()
             .expect("the engine makes a startup snapshot");
-        let (glue_report, glue_outcome) = observed(None);
-        let (restored_report, restored_outcome) = observed(Some(snapshot));
+        let (glue_report, glue_outcome) = observed(None, PROBE);
+        let (restored_report, restored_outcome) = observed(Some(snapshot), PROBE);
         assert!(glue_outcome.contains(r#""status":"ok""#), "{glue_outcome}");
         assert!(glue_outcome.contains("fired"), "{glue_outcome}");
         assert_eq!(glue_report, restored_report);
         assert_eq!(glue_outcome, restored_outcome);
+        let (_, glue_failure) = observed(None, UNHANDLED);
+        let (_, restored_failure) = observed(Some(snapshot), UNHANDLED);
+        assert!(
+            glue_failure.contains("nobody handles this"),
+            "{glue_failure}"
+        );
+        assert_eq!(glue_failure, restored_failure);
     }
 }

@@ -137,8 +137,8 @@ impl ProcessPool {
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
             .spawn(move || {
-                // Workers started before it is made go without it (each makes its own after a
-                // few runs, as any process does); later ones get it (see `slot`).
+                // Workers started before it is made build their isolates from the glue (they
+                // make none of their own) and are replaced after a run once it is (see `slot`).
                 engine::make_snapshot_in_background();
                 let _ = managed.handle.set(runtime.handle().clone());
                 runtime.block_on(async move {
