@@ -152,6 +152,19 @@ pub(crate) fn make_snapshot_in_background() {
     }
 }
 
+/// Run `f` on a fresh thread with the stack the engine needs (a few MiB), and wait for it. `Err`
+/// says why there is no result: the thread could not start, or `f` panicked.
+pub(crate) fn on_engine_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    std::thread::Builder::new()
+        .stack_size(16 * crate::call::MIB)
+        .spawn(f)
+        .map_err(|e| format!("cannot start an engine thread: {e}"))?
+        .join()
+        .map_err(|_| "the engine panicked".to_string())
+}
+
 /// Lowest CPU priority for the calling thread: making the snapshot is an optimisation for later
 /// isolates, so it takes only CPU the runs going on meanwhile leave idle.
 fn lower_this_threads_priority() {
@@ -365,41 +378,33 @@ mod tests {
     /// The bootstrap's report, and the outcome of `program` minus its timing, on an isolate built
     /// with `snapshot` (or by the whole glue).
     fn observed(snapshot: Option<&'static [u8]>, program: &'static str) -> (String, String) {
-        std::thread::Builder::new()
-            .stack_size(16 * crate::call::MIB)
-            .spawn(move || {
-                let limits = Limits::default();
-                let mut engine = Engine::with_snapshot(limits.heap_bytes, snapshot).unwrap();
-                let report = format!("{:?}", engine.report);
-                let program = crate::sandbox::prepare(program, &limits).unwrap();
-                let watchdog = Watchdog::spawn("test-watchdog".into(), None).unwrap();
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                let mut outcome = runtime.block_on(execute(
-                    &mut engine,
-                    &program,
-                    &limits,
-                    None,
-                    &watchdog,
-                    |_| {},
-                ));
-                outcome.stats.wall_ms = 0.0;
-                (report, outcome.to_json().to_string())
-            })
-            .unwrap()
-            .join()
-            .unwrap()
+        on_engine_thread(move || {
+            let limits = Limits::default();
+            let mut engine = Engine::with_snapshot(limits.heap_bytes, snapshot).unwrap();
+            let report = format!("{:?}", engine.report);
+            let program = crate::sandbox::prepare(program, &limits).unwrap();
+            let watchdog = Watchdog::spawn("test-watchdog".into(), None).unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let mut outcome = runtime.block_on(execute(
+                &mut engine,
+                &program,
+                &limits,
+                None,
+                &watchdog,
+                |_| {},
+            ));
+            outcome.stats.wall_ms = 0.0;
+            (report, outcome.to_json().to_string())
+        })
+        .unwrap()
     }
 
     #[test]
     fn an_isolate_restored_from_the_snapshot_is_the_one_the_whole_glue_builds() {
-        let snapshot = std::thread::Builder::new()
-            .stack_size(16 * crate::call::MIB)
-            .spawn(startup_snapshot)
-            .unwrap()
-            .join()
+        let snapshot = on_engine_thread(startup_snapshot)
             .unwrap()
             .expect("the engine makes a startup snapshot");
         let (glue_report, glue_outcome) = observed(None, PROBE);

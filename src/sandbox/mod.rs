@@ -414,13 +414,11 @@ impl Sandbox {
     /// # Errors
     /// The isolate could not be built.
     pub fn bootstrap_report() -> Result<BootstrapReport, BootstrapError> {
-        std::thread::Builder::new()
-            .stack_size(16 * MIB)
-            .spawn(|| engine::Engine::new(Limits::default().heap_bytes).map(|e| e.report.clone()))
-            .map_err(|e| BootstrapError(e.to_string()))?
-            .join()
-            .map_err(|_| BootstrapError("bootstrap panicked".into()))?
-            .map_err(BootstrapError)
+        engine::on_engine_thread(|| {
+            engine::Engine::new(Limits::default().heap_bytes).map(|e| e.report.clone())
+        })
+        .map_err(BootstrapError)?
+        .map_err(BootstrapError)
     }
 }
 
@@ -438,13 +436,8 @@ pub struct BootstrapError(String);
 /// # Errors
 /// The engine could not make a snapshot: isolates run the whole glue, as they do without one.
 pub fn make_startup_snapshot() -> Result<(), BootstrapError> {
-    std::thread::Builder::new()
-        // Making the snapshot runs the engine, which needs a few MiB of stack.
-        .stack_size(16 * MIB)
-        .spawn(engine::startup_snapshot)
-        .map_err(|e| BootstrapError(e.to_string()))?
-        .join()
-        .map_err(|_| BootstrapError("making the startup snapshot panicked".into()))?
+    engine::on_engine_thread(engine::startup_snapshot)
+        .map_err(BootstrapError)?
         .map(|_| ())
         .map_err(BootstrapError)
 }

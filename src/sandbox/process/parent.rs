@@ -654,11 +654,8 @@ pub async fn probe_worker(
     };
     // Making the snapshot runs the engine, which needs a thread with a few MiB of stack.
     let snapshot = tokio::task::spawn_blocking(|| {
-        std::thread::Builder::new()
-            .stack_size(16 * crate::call::MIB)
-            .spawn(|| engine::startup_snapshot().ok())
+        engine::on_engine_thread(|| engine::startup_snapshot().ok())
             .ok()
-            .and_then(|thread| thread.join().ok())
             .flatten()
     })
     .await
