@@ -21,7 +21,10 @@
 //! Issue 14's W4, split (CALLS counts repetitions; each moves 10,000 `{id, name, score}`):
 //! - `records`: `await tools.records({})`, sorted by score, top 5 (the whole workload);
 //! - `records_fetch`: the call alone (serialization, hand-over, building the objects);
-//! - `records_js`: the same records built in JavaScript, then sorted (the engine's floor).
+//! - `records_js`: the same records built in JavaScript, then sorted (the engine's floor);
+//! - `sort_parsed`: one fetch, then CALLS sorts of copies of what it handed over;
+//! - `sort_built`: the same sorts of records built in JavaScript (integers, where the hand-over
+//!   used to give floats).
 
 use std::time::{Duration, Instant};
 
@@ -73,12 +76,18 @@ fn main() {
         "records_fetch" => program(&format!(
             "let n = 0; for (let i = 0; i < {calls}; i++) {{ const rs = await tools.records({{}}); n += rs.length }} return n;"
         )),
+        "sort_parsed" => program(&format!(
+            "const rs = await tools.records({{}}); let top; for (let i = 0; i < {calls}; i++) {{ top = rs.slice().sort((a, b) => b.score - a.score).slice(0, 5) }} return top.length;"
+        )),
+        "sort_built" => program(&format!(
+            "const rs = []; for (let id = 0; id < 10000; id++) rs.push({{ id, name: 'record ' + id, score: (id * 7919) % 10007 }}); let top; for (let i = 0; i < {calls}; i++) {{ top = rs.slice().sort((a, b) => b.score - a.score).slice(0, 5) }} return top.length;"
+        )),
         "records_js" => program(&format!(
             "let top; for (let i = 0; i < {calls}; i++) {{ const rs = []; for (let id = 0; id < 10000; id++) rs.push({{ id, name: 'record ' + id, score: (id * 7919) % 10007 }}); top = rs.sort((a, b) => b.score - a.score).slice(0, 5) }} return top.length;"
         )),
         other => {
             eprintln!(
-                "unknown shape `{other}`: floor, glue, direct, binding, echo, pending, parallel, records, records_fetch or records_js"
+                "unknown shape `{other}`: floor, glue, direct, binding, echo, pending, parallel, records, records_fetch, records_js, sort_parsed or sort_built"
             );
             std::process::exit(2);
         }

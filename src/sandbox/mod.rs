@@ -24,6 +24,9 @@ mod capped;
 mod console;
 mod engine;
 mod execute;
+// The binary hand-over is the QuickJS facade's format; V8 takes JSON text.
+#[cfg(not(feature = "v8"))]
+mod handover;
 mod host;
 mod no_imports;
 mod ops;

@@ -71,10 +71,27 @@ impl ToolHost for ScriptedHost {
                     let ms = request.args["ms"].as_u64().unwrap_or(0);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     tokio::task::yield_now().await;
-                    match request.args["bytes"].as_u64() {
+                    let args = &request.args;
+                    match (
+                        args["bytes"].as_u64(),
+                        args["depth"].as_u64(),
+                        args["records"].as_u64(),
+                    ) {
                         // A string result of that many bytes instead.
-                        Some(bytes) => Ok(ToolReply::new(json!("x".repeat(bytes as usize)))),
-                        None => Ok(ToolReply::new(json!({"i": request.args["i"]}))),
+                        (Some(bytes), _, _) => {
+                            Ok(ToolReply::new(json!("x".repeat(bytes as usize))))
+                        }
+                        // Arrays nested that deep around `{i}`.
+                        (_, Some(depth), _) => Ok(ToolReply::new(
+                            (0..depth).fold(json!({"i": args["i"]}), |inner, _| json!([inner])),
+                        )),
+                        // That many records `{id, name}`.
+                        (_, _, Some(n)) => Ok(ToolReply::new(Value::Array(
+                            (0..n)
+                                .map(|id| json!({"id": id, "name": format!("record {id}")}))
+                                .collect(),
+                        ))),
+                        _ => Ok(ToolReply::new(json!({"i": args["i"]}))),
                     }
                 }
                 "fail" => Err(CallError::new(
@@ -387,6 +404,49 @@ async fn a_result_the_engine_cannot_hold_rejects_its_call_with_a_range_error() {
         message.starts_with("the tool result (67108864 bytes as text) does not fit in the sandbox")
             && message.contains("heap limit"),
         "{message}"
+    );
+}
+
+/// Structured results reach the program in the engine's binary object format; what that format
+/// does not carry (here: arrays nested 700 deep, past its 512) goes as JSON text, whole.
+#[tokio::test]
+async fn a_result_nested_past_the_binary_forms_depth_arrives_whole_as_text() {
+    let source = "
+        const r = await tools.after({ ms: 0, depth: 700, i: 'core' });
+        let depth = 0, v = r;
+        while (Array.isArray(v)) { v = v[0]; depth++ }
+        return [depth, v.i];";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!([700, "core"])),
+        "{}",
+        outcome.to_json()
+    );
+}
+
+/// A structured result the run's heap cannot hold ends the run as out of memory, naming the
+/// limit: the engine builds it in the heap, as `JSON.parse` of its text did before the binary
+/// hand-over.
+#[tokio::test]
+async fn a_structured_result_the_heap_cannot_hold_ends_the_run_as_out_of_memory() {
+    let limits = Limits {
+        heap_bytes: 16 * codemode::call::MIB,
+        ..crate::common::short(30_000)
+    };
+    let source = "
+        try { await tools.after({ ms: 1, records: 400000 }); } catch (e) { return 'caught'; }
+        return 'held';";
+    let outcome = run_with(&host(), source, limits).await;
+    assert_eq!(
+        outcome.status,
+        RunStatus::OutOfMemory,
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(
+        outcome.error.unwrap().message,
+        "the program exceeded the heap limit of 16 MiB"
     );
 }
 
