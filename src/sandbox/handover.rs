@@ -12,12 +12,13 @@
 //! objects with own, enumerable, writable, configurable properties in the same order (array-index
 //! keys as integer atoms, as the engine's own conversion makes them), arrays, strings, numbers
 //! (an integer in `i32` range as an integer, every other number as the same `f64` `strtod` gives),
-//! booleans and `null`. The unit tests hold the bytes to the engine's own serializer's and the
-//! values to `JSON.parse`'s.
+//! booleans and `null`. The unit tests hold what a program can observe of every value built this
+//! way to what it observes of `JSON.parse`'s, over edge cases and random values.
 //!
-//! The format is the engine's, not a stable interface: [`engine_bytes`] declines (the caller then
-//! hands the text over) what it cannot express exactly, and the reader refuses bytes of another
-//! version, which the caller also answers with the text.
+//! The format is the engine's, not a stable interface (the facade and the engine are pinned, and
+//! the unit tests fail on any drift). [`engine_bytes`] declines what it cannot express exactly or
+//! what the reader's limits refuse, and the caller hands that over as text; so the reader refuses
+//! only what the run's heap cannot hold.
 
 use std::collections::HashMap;
 
@@ -28,7 +29,9 @@ use serde_json::Value;
 const FACADE_HEADER: &[u8] = &[0xff, 0x0f, b'Q', b'J', b'S', b'V'];
 const FACADE_VALUE_TAG: u8 = b'V';
 
-/// QuickJS-ng's object format (`quickjs.c`, `BCTagEnum` and `JS_WriteObject2`).
+/// QuickJS-ng's object format (`quickjs.c`, `BCTagEnum` and `JS_WriteObject2`). Its fixed-width
+/// fields are in the machine's byte order (the reader copies them); the envelope's length is
+/// little-endian.
 const BC_VERSION: u8 = 28;
 /// The checksum field's "not computed" value, which the reader accepts without checking: the
 /// bytes never leave this process, and computing it would cost both sides a pass over them.
@@ -52,32 +55,41 @@ const MAX_STRING_LEN: usize = (1 << 30) - 1;
 /// Deeper values go as text. The engine reads recursively (as `JSON.parse` does) and checks its
 /// stack; this writer recurses too, on the engine thread's stack.
 const MAX_DEPTH: usize = 512;
+/// The reader's largest atom table (`JS_ReadObjectAtoms`); values with more distinct keys go as
+/// text.
+const MAX_ATOMS: usize = 1_000_000;
 /// Up to this many distinct keys, a key's atom is found by a scan, which beats hashing for the
 /// handful of keys most results repeat.
 const SCANNED_ATOMS: usize = 16;
 
 /// `value` (an array or an object) in the facade's envelope, ready for `v8::ValueDeserializer`;
-/// `None` when the format cannot carry it exactly (too deep, a string too long for the engine),
-/// and the caller hands the text over instead.
+/// `None` when the format cannot carry it exactly (too deep, a string too long for the engine, too
+/// many distinct keys), and the caller hands the text over instead.
 pub(crate) fn engine_bytes(value: &Value) -> Option<Vec<u8>> {
     let mut writer = Writer::default();
     writer.value(value, 0)?;
-    let mut table =
-        Vec::with_capacity(16 + writer.atoms.iter().map(|a| a.len() + 2).sum::<usize>());
-    table.push(BC_VERSION);
-    table.extend_from_slice(&UNCHECKED.to_le_bytes());
-    put_leb128(&mut table, u32::try_from(writer.atoms.len()).ok()?);
-    for atom in &writer.atoms {
-        table.push(ATOM_TYPE_STRING);
-        put_string(&mut table, atom)?;
+    if writer.atoms.len() > MAX_ATOMS {
+        return None;
     }
-    let blob_len = u32::try_from(table.len() + writer.body.len()).ok()?;
-    let mut bytes = Vec::with_capacity(FACADE_HEADER.len() + 5 + blob_len as usize);
-    bytes.extend_from_slice(FACADE_HEADER);
-    bytes.push(FACADE_VALUE_TAG);
-    bytes.extend_from_slice(&blob_len.to_le_bytes());
-    bytes.extend_from_slice(&table);
-    bytes.extend_from_slice(&writer.body);
+    // Everything before the body (which the writer could only lay out first, since the table
+    // lists the keys in order of first use), inserted in front of it.
+    let mut prefix =
+        Vec::with_capacity(32 + writer.atoms.iter().map(|a| a.len() + 2).sum::<usize>());
+    prefix.extend_from_slice(FACADE_HEADER);
+    prefix.push(FACADE_VALUE_TAG);
+    prefix.extend_from_slice(&[0; 4]); // the blob's length, below
+    let blob_start = prefix.len();
+    prefix.push(BC_VERSION);
+    prefix.extend_from_slice(&UNCHECKED.to_ne_bytes());
+    put_leb128(&mut prefix, writer.atoms.len() as u32);
+    for atom in &writer.atoms {
+        prefix.push(ATOM_TYPE_STRING);
+        put_string(&mut prefix, atom)?;
+    }
+    let blob_len = u32::try_from(prefix.len() - blob_start + writer.body.len()).ok()?;
+    prefix[blob_start - 4..blob_start].copy_from_slice(&blob_len.to_le_bytes());
+    let mut bytes = writer.body;
+    bytes.splice(0..0, prefix);
     Some(bytes)
 }
 
@@ -96,7 +108,12 @@ impl<'v> Writer<'v> {
             Value::Null => self.body.push(TAG_NULL),
             Value::Bool(false) => self.body.push(TAG_FALSE),
             Value::Bool(true) => self.body.push(TAG_TRUE),
-            Value::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+            // `-0` stays a float (`as_i64` reads it as `0` when serde_json keeps numbers as text).
+            Value::Number(n) => match n
+                .as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .filter(|&i| i != 0 || n.as_f64().is_some_and(f64::is_sign_positive))
+            {
                 Some(i) => {
                     self.body.push(TAG_INT32);
                     put_leb128(&mut self.body, ((i << 1) ^ (i >> 31)) as u32);
@@ -209,7 +226,7 @@ fn put_string(out: &mut Vec<u8>, s: &str) -> Option<()> {
         }
         put_leb128(out, ((len as u32) << 1) | 1);
         for unit in s.encode_utf16() {
-            out.extend_from_slice(&unit.to_le_bytes());
+            out.extend_from_slice(&unit.to_ne_bytes());
         }
     }
     Some(())

@@ -49,15 +49,15 @@ fn rejection(path: &str, error: &CallError) -> JsErrorBox {
 /// `await`.
 pub(crate) enum ResultValue {
     /// An array or an object in the engine's binary object format ([`handover`]), which the
-    /// engine reads natively; its text is the way if the engine refuses it.
+    /// engine reads natively, and the size of its JSON text.
     #[cfg(not(feature = "v8"))]
     Binary {
         bytes: Vec<u8>,
-        text: JsonText,
+        size: u64,
     },
-    /// A structured value (or a number the engine would not take as an `f64` as is) as its JSON
-    /// text, which the engine parses natively.
-    Json(JsonText),
+    /// A structured value the binary format does not carry (or a number the engine would not
+    /// take as an `f64` as is) as its JSON text, which the engine parses natively.
+    Json(String),
     /// A scalar, made directly: parsing its text costs the engine more than the rest of a small
     /// call's hand-over (W2's echo answers numbers).
     Number(f64),
@@ -66,55 +66,32 @@ pub(crate) enum ResultValue {
     Text(String),
 }
 
-/// A value's compact JSON text: written by the host, or still to write (only if needed).
-pub(crate) enum JsonText {
-    Written(String),
-    Of(Value),
-}
-
-impl JsonText {
-    fn into_string(self) -> String {
-        match self {
-            JsonText::Written(text) => text,
-            JsonText::Of(value) => value.to_string(),
-        }
-    }
-
-    fn size(&self) -> u64 {
-        match self {
-            JsonText::Written(text) => text.len() as u64,
-            JsonText::Of(value) => json_size(value),
-        }
-    }
-}
-
 impl ResultValue {
     /// `json` is the value's compact JSON text when the host already wrote it. Also returns the
     /// size of that text, which the run's `bytes_kept_in_sandbox` counts.
     fn new(value: Value, json: Option<String>) -> (ResultValue, u64) {
         if matches!(value, Value::Array(_) | Value::Object(_)) {
-            #[cfg(not(feature = "v8"))]
-            let bytes = handover::engine_bytes(&value);
-            // With its text at hand, the value is freed here, before the engine builds its copy,
-            // which then reuses that memory. Holding both grew the heap by the value's size at
+            let size = json
+                .as_ref()
+                .map_or_else(|| json_size(&value), |text| text.len() as u64);
+            // The value and its text are freed here, before the engine builds its copy, which
+            // then reuses that memory. Holding the value meanwhile grew the heap by its size at
             // every call, which the allocator gave back to the system and faulted in again at
-            // the next: W4's call took 13 ms instead of 8.5 after a few runs.
-            let text = json.map_or(JsonText::Of(value), JsonText::Written);
-            let size = text.size();
+            // the next: W4's call drifted from 8.5 ms to 13 ms over a process's first runs.
             #[cfg(not(feature = "v8"))]
-            if let Some(bytes) = bytes {
-                return (ResultValue::Binary { bytes, text }, size);
+            if let Some(bytes) = handover::engine_bytes(&value) {
+                return (ResultValue::Binary { bytes, size }, size);
             }
+            let text = json.unwrap_or_else(|| value.to_string());
             return (ResultValue::Json(text), size);
         }
         let size = json.map_or_else(|| json_size(&value), |text| text.len() as u64);
         let result = match value {
             // Every JSON number the host holds is an f64 on the engine's side too: the one
             // `JSON.parse` would make of its text (both round to nearest).
-            Value::Number(n) => n.as_f64().map_or_else(
-                || ResultValue::Json(JsonText::Written(n.to_string())),
-                ResultValue::Number,
-            ),
+            Value::Number(n) => n
+                .as_f64()
+                .map_or_else(|| ResultValue::Json(n.to_string()), ResultValue::Number),
             Value::Bool(b) => ResultValue::Bool(b),
             Value::String(text) => ResultValue::Text(text),
             _ => ResultValue::Null,
@@ -123,24 +100,13 @@ impl ResultValue {
     }
 }
 
-/// The engine refuses a string over its length limit, or one the heap has no room for.
+/// The engine refuses a string over its length limit, or a value the heap has no room for.
 fn does_not_fit(bytes: u64) -> JsErrorBox {
     JsErrorBox::range_error(format!(
         "the tool result ({bytes} bytes as text) does not fit in the sandbox: it is over the \
          engine's string length or the run's heap limit; ask the tool for less (a page, a \
          filter, a summary)"
     ))
-}
-
-/// `text` parsed by the engine.
-fn parse_json<'a>(
-    scope: &mut v8::PinScope<'a, '_>,
-    text: JsonText,
-) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
-    let text = text.into_string();
-    let text = v8::String::new(scope, &text).ok_or_else(|| does_not_fit(text.len() as u64))?;
-    v8::json::parse(scope, text)
-        .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))
 }
 
 impl<'a> ToV8<'a> for ResultValue {
@@ -151,18 +117,22 @@ impl<'a> ToV8<'a> for ResultValue {
         scope: &mut v8::PinScope<'a, 'i>,
     ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
         Ok(match self {
+            // The encoder declines what the format or the reader's limits cannot carry, so the
+            // reader refuses only what the heap cannot hold; a run the heap limit has stopped
+            // builds nothing more (a batch's later results).
             #[cfg(not(feature = "v8"))]
-            ResultValue::Binary { bytes, text } => match handover::read(scope, &bytes) {
-                Some(built) => built,
-                // The heap limit stopped the run while the engine built the value: the text
-                // would not fit either.
-                None if scope.is_execution_terminating() => return Err(does_not_fit(text.size())),
-                None => {
-                    drop(bytes);
-                    parse_json(scope, text)?
+            ResultValue::Binary { bytes, size } => {
+                if scope.is_execution_terminating() {
+                    return Err(does_not_fit(size));
                 }
-            },
-            ResultValue::Json(text) => parse_json(scope, text)?,
+                handover::read(scope, &bytes).ok_or_else(|| does_not_fit(size))?
+            }
+            ResultValue::Json(text) => {
+                let text =
+                    v8::String::new(scope, &text).ok_or_else(|| does_not_fit(text.len() as u64))?;
+                v8::json::parse(scope, text)
+                    .ok_or_else(|| JsErrorBox::type_error("the tool result is not valid JSON"))?
+            }
             ResultValue::Number(x) => v8::Number::new(scope, x).into(),
             ResultValue::Bool(b) => v8::Boolean::new(scope, b).into(),
             ResultValue::Null => v8::null(scope).into(),
