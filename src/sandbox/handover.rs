@@ -116,12 +116,13 @@ impl<'v> Writer<'v> {
             {
                 Some(i) => {
                     self.body.push(TAG_INT32);
+                    // Zigzag, then LEB128, as `dbuf_put_sleb128`.
                     put_leb128(&mut self.body, ((i << 1) ^ (i >> 31)) as u32);
                 }
                 None => {
                     self.body.push(TAG_FLOAT64);
                     self.body
-                        .extend_from_slice(&n.as_f64()?.to_bits().to_le_bytes());
+                        .extend_from_slice(&n.as_f64()?.to_bits().to_ne_bytes());
                 }
             },
             Value::String(s) => {
