@@ -6,11 +6,14 @@
 //!
 //! ```text
 //! cargo run --release --example w3_timeline [RUNS]   # RUNS defaults to 30
+//! W3_GAPS=1 cargo run --release --example w3_timeline  # also each run's gaps between call starts
 //! ```
 //!
-//! The last call's start is what codemode can move: the timer fires about 11 ms after it (tokio
-//! rounds a deadline up to its next millisecond tick), so every microsecond of issuing the 100
-//! calls shows in the run's end (docs/PERFORMANCE.md, W3).
+//! The run's end follows tokio's millisecond timer more than codemode's CPU time: the worker
+//! parks once the calls are issued and wakes about 10 ms later, in the phase of that park; calls
+//! whose deadline falls in a later tick than that wake, and that the worker has not reached
+//! while handling the first ones, wait for that tick plus the phase of the worker's next park
+//! (docs/PERFORMANCE.md, W3, "Tick phase").
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -118,6 +121,13 @@ fn main() {
             .map(|(name, at)| format!("{name} {at:.3}"))
             .collect();
         println!("{}", shown.join(", "));
+        if std::env::var_os("W3_GAPS").is_some() {
+            let gaps: Vec<String> = starts
+                .windows(2)
+                .map(|w| format!("{:.0}", (w[1] - w[0]) * 1000.0))
+                .collect();
+            println!("gaps us: {}", gaps.join(" "));
+        }
         rows.push(row);
     }
     let medians: Vec<String> = COLUMNS
