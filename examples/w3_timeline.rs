@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run --release --example w3_timeline [RUNS]   # RUNS defaults to 30
 //! W3_GAPS=1 cargo run --release --example w3_timeline  # also each run's gaps between call starts
+//! W3_TIMER=thread cargo run --release --example w3_timeline  # the tool woken by a thread, not tokio
 //! ```
 //!
 //! The run's end follows tokio's millisecond timer more than codemode's CPU time: the worker
@@ -33,18 +34,65 @@ enum Mark {
 
 type Marks = Arc<Mutex<Vec<(Mark, Instant)>>>;
 
-/// W3's `sleep10`, marking its start and its wake-up.
+/// A wake-up 10 ms after a call began, from a thread of its own.
+type Alarm = (Instant, tokio::sync::oneshot::Sender<()>);
+
+/// The thread that sends every [`Alarm`] at its time (`recv_timeout` waits below a millisecond,
+/// up to the kernel's timer slack, 50 µs by default).
+fn alarm_thread() -> std::sync::mpsc::Sender<Alarm> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (alarms, received) = std::sync::mpsc::channel::<Alarm>();
+    std::thread::spawn(move || {
+        let mut due: Vec<Alarm> = Vec::new();
+        loop {
+            let now = Instant::now();
+            let (ready, waiting): (Vec<Alarm>, Vec<Alarm>) =
+                due.drain(..).partition(|(at, _)| *at <= now);
+            due = waiting;
+            for (_, wake) in ready {
+                let _ = wake.send(());
+            }
+            let next = due.iter().map(|(at, _)| *at).min();
+            let got = match next {
+                Some(at) => received.recv_timeout(at.saturating_duration_since(Instant::now())),
+                None => received.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match got {
+                Ok(alarm) => due.push(alarm),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    });
+    alarms
+}
+
+/// W3's `sleep10`, marking its start and its wake-up. With `W3_TIMER=thread`, it waits for
+/// [`alarm_thread`] instead of tokio's timer: a wake-up from outside the runtime, as a network
+/// reply's is, which tokio does not round to its millisecond ticks.
 fn registry(marks: &Marks) -> ToolRegistry {
     let marks = Arc::clone(marks);
+    let alarms = (std::env::var("W3_TIMER").as_deref() == Ok("thread"))
+        .then(|| Arc::new(Mutex::new(alarm_thread())));
     let sleep10 = ToolDefinition::builder("sleep10")
         .description("sleeps 10 ms, returns its `x`")
         .parameters(json!({"type": "object"}))
         .parallel_safe()
         .execute(move |args: Value, _exec| {
             let marks = Arc::clone(&marks);
+            let alarms = alarms.clone();
             async move {
-                marks.lock().unwrap().push((Mark::Start, Instant::now()));
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                let began = Instant::now();
+                marks.lock().unwrap().push((Mark::Start, began));
+                match alarms {
+                    Some(alarms) => {
+                        let (wake, woken) = tokio::sync::oneshot::channel();
+                        let due = began + Duration::from_millis(10);
+                        alarms.lock().unwrap().send((due, wake)).unwrap();
+                        woken.await.unwrap();
+                    }
+                    None => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
                 marks.lock().unwrap().push((Mark::Woke, Instant::now()));
                 Ok(args["x"].clone())
             }
