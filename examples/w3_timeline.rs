@@ -72,8 +72,11 @@ fn alarm_thread() -> std::sync::mpsc::Sender<Alarm> {
 /// reply's is, which tokio does not round to its millisecond ticks.
 fn registry(marks: &Marks) -> ToolRegistry {
     let marks = Arc::clone(marks);
-    let alarms = (std::env::var("W3_TIMER").as_deref() == Ok("thread"))
-        .then(|| Arc::new(Mutex::new(alarm_thread())));
+    let alarms = match std::env::var("W3_TIMER").as_deref() {
+        Ok("thread") => Some(alarm_thread()),
+        Ok("tokio") | Err(_) => None,
+        Ok(other) => panic!("W3_TIMER is `thread` or `tokio` (the default), not `{other}`"),
+    };
     let sleep10 = ToolDefinition::builder("sleep10")
         .description("sleeps 10 ms, returns its `x`")
         .parameters(json!({"type": "object"}))
@@ -88,7 +91,7 @@ fn registry(marks: &Marks) -> ToolRegistry {
                     Some(alarms) => {
                         let (wake, woken) = tokio::sync::oneshot::channel();
                         let due = began + Duration::from_millis(10);
-                        alarms.lock().unwrap().send((due, wake)).unwrap();
+                        alarms.send((due, wake)).unwrap();
                         woken.await.unwrap();
                     }
                     None => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -135,6 +138,7 @@ fn main() {
         .build(registry(&marks))
         .unwrap();
 
+    let show_gaps = std::env::var_os("W3_GAPS").is_some();
     const COLUMNS: [&str; 5] = ["first call", "last call", "first wake", "last wake", "end"];
     let mut rows: Vec<[f64; 5]> = Vec::new();
     for _ in 0..runs {
@@ -169,7 +173,7 @@ fn main() {
             .map(|(name, at)| format!("{name} {at:.3}"))
             .collect();
         println!("{}", shown.join(", "));
-        if std::env::var_os("W3_GAPS").is_some() {
+        if show_gaps {
             let gaps: Vec<String> = starts
                 .windows(2)
                 .map(|w| format!("{:.0}", (w[1] - w[0]) * 1000.0))
