@@ -14,6 +14,8 @@ use super::engine::Engine;
 use super::execute::execute;
 use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
+use super::reserve::RunReserve;
+use super::tick::TickAligner;
 use super::transpile::Transpiled;
 use super::watchdog::{Reply, ReplySlot, Watchdog};
 use crate::call::Limits;
@@ -53,6 +55,7 @@ impl Pool {
         let mut handles = Vec::with_capacity(workers);
         let warm = Arc::new(AtomicUsize::new(0));
         let abandoned = Abandoned::default();
+        let aligner = TickAligner::start()?;
         for id in 0..workers {
             let receiver = receiver.clone();
             let warm = Arc::clone(&warm);
@@ -65,6 +68,7 @@ impl Pool {
                 isolates_per_thread: isolates_per_thread.max(1),
                 abandoned: Arc::clone(&abandoned),
                 on_warm: on_warm.clone(),
+                aligner: aligner.clone(),
             };
             handles.push(worker.spawn()?);
         }
@@ -127,6 +131,7 @@ struct Worker {
     isolates_per_thread: usize,
     abandoned: Abandoned,
     on_warm: Option<OnWarm>,
+    aligner: TickAligner,
 }
 
 impl Worker {
@@ -148,10 +153,9 @@ impl Worker {
     }
 
     fn run(self) {
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
+        // The worker's timer wakes end on time (W3's 100 sleeps end up to 50 µs sooner).
+        super::tick::precise_timers();
+        let runtime = match self.aligner.runtime() {
             Ok(runtime) => runtime,
             Err(e) => {
                 return fail_all(
@@ -264,9 +268,12 @@ impl Worker {
                 // A replacement already serves the queue.
                 return;
             }
-            // Tear down the used isolate and prepare the next one while no caller is waiting.
+            // Tear down the used isolate and prepare the next one while no caller is waiting,
+            // keeping some of the used isolate's memory for the next run (`reserve.rs`).
             drop(used);
+            let reserve = RunReserve::take();
             warm = prepare(&mut built);
+            drop(reserve);
         }
         if let Some(engine) = warm.take() {
             self.warm_count.fetch_sub(1, Ordering::SeqCst);

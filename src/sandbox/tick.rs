@@ -1,0 +1,270 @@
+//! Timer wakes on the tick, not a phase after it.
+//!
+//! Tokio's timer counts whole milliseconds from the runtime's start. When a worker parks, tokio
+//! sleeps for `next deadline's tick - floor(now)` milliseconds *counted from the real now*, so the
+//! wake lands as far past the deadline's tick as the park was past its own tick: up to 1 ms late,
+//! half a millisecond on average, and every later timer wake keeps that phase. A tool that waits
+//! on a timer (a sleep, a backoff, a poll interval), or a program's `setTimeout`, ends that much
+//! after its tick; a run waiting on 100 of them pays it once per batch (docs/PERFORMANCE.md, W3).
+//!
+//! So when a worker parks off its tick, a thread shared by the pool wakes it just after the next
+//! tick. Tokio fires what is due at that tick and parks again in phase with its ticks, so the next
+//! timer wake lands on its tick. A park already in phase is left alone, and a worker gets at most
+//! `1 + MAX_CHAINED` of these wakes in a row, so a machine too loaded to wake a thread in time does
+//! not turn a long wait into a wake-up every millisecond.
+
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use tokio::sync::Notify;
+
+/// A park closer than this to the tick before it is left alone: the wake tokio gives it is at
+/// most this late.
+const IN_PHASE: Duration = Duration::from_micros(100);
+
+/// How far past a tick the wake is aimed, so that the worker's floored "now" is in that tick.
+const PAST_THE_TICK: Duration = Duration::from_micros(20);
+
+/// Aligned wakes that may follow an aligned wake with no other wake-up in between: a worker gets
+/// at most `1 + MAX_CHAINED` in a row.
+const MAX_CHAINED: u8 = 2;
+
+/// What the worker's last wake-up was, as its next park sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(u8)]
+enum Last {
+    /// Its own: a timer, a call's result, a cancellation.
+    Other = 0,
+    /// An aligned wake is on its way.
+    Armed = 1,
+    /// Ours.
+    Aligned = 2,
+}
+
+/// What a park does: nothing, or ask for a wake at the next tick, being the `n`th in a row.
+#[derive(Debug, PartialEq)]
+enum OnPark {
+    Nothing,
+    WakeAtNextTick { chained: u8 },
+}
+
+fn on_park(last: Last, chained: u8, phase: Duration) -> OnPark {
+    let chained = match last {
+        Last::Armed => return OnPark::Nothing,
+        Last::Aligned => chained + 1,
+        Last::Other => 0,
+    };
+    if phase < IN_PHASE || chained > MAX_CHAINED {
+        return OnPark::Nothing;
+    }
+    OnPark::WakeAtNextTick { chained }
+}
+
+/// One worker runtime's side: its tick origin and the way to wake it. Only its worker thread
+/// reads and writes `last` and `chained` (the park hook and the wake task both run there).
+pub(crate) struct WorkerTick {
+    /// An instant at or just after the runtime's timer started (its tick 0).
+    origin: OnceLock<Instant>,
+    last: AtomicU8,
+    chained: AtomicU8,
+    /// Aligned wakes so far (the tests read it).
+    aligned_wakes: AtomicU32,
+    wake: Notify,
+    aligner: Sender<Wake>,
+}
+
+/// A request to wake a worker at an instant.
+struct Wake {
+    at: Instant,
+    worker: Arc<WorkerTick>,
+}
+
+/// The thread that wakes parked workers on their ticks, shared by a pool's workers. It ends once
+/// no worker runtime and no pending wake holds its sender.
+#[derive(Clone)]
+pub(crate) struct TickAligner {
+    requests: Sender<Wake>,
+}
+
+impl TickAligner {
+    pub(crate) fn start() -> std::io::Result<TickAligner> {
+        let (requests, received) = crossbeam_channel::unbounded::<Wake>();
+        std::thread::Builder::new()
+            .name("codemode-tick".into())
+            // A few frames deep; small, as a worker process's address space is capped.
+            .stack_size(64 * 1024)
+            .spawn(move || wake_on_ticks(received))?;
+        Ok(TickAligner { requests })
+    }
+
+    /// A current-thread runtime (all drivers) whose parks this aligner keeps in phase.
+    pub(crate) fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
+        self.runtime_and_tick().map(|(runtime, _)| runtime)
+    }
+
+    fn runtime_and_tick(&self) -> std::io::Result<(tokio::runtime::Runtime, Arc<WorkerTick>)> {
+        let tick = Arc::new(WorkerTick {
+            origin: OnceLock::new(),
+            last: AtomicU8::new(Last::Other as u8),
+            chained: AtomicU8::new(0),
+            aligned_wakes: AtomicU32::new(0),
+            wake: Notify::new(),
+            aligner: self.requests.clone(),
+        });
+        let on_thread_park = Arc::clone(&tick);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_park(move || on_thread_park.parking())
+            .build()?;
+        // The timer took its tick 0 while the runtime was built: just before this instant.
+        let _ = tick.origin.set(Instant::now());
+        // Polled only while the worker drives a run (`block_on`), which is when it parks.
+        let woken = Arc::clone(&tick);
+        runtime.spawn(async move {
+            loop {
+                woken.wake.notified().await;
+                woken.last.store(Last::Aligned as u8, Ordering::Relaxed);
+                woken.aligned_wakes.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        Ok((runtime, tick))
+    }
+}
+
+impl WorkerTick {
+    /// Runs on the worker thread just before it parks.
+    fn parking(self: &Arc<Self>) {
+        let Some(origin) = self.origin.get() else {
+            return;
+        };
+        let last = match self.last.load(Ordering::Relaxed) {
+            1 => Last::Armed,
+            2 => Last::Aligned,
+            _ => Last::Other,
+        };
+        let since = origin.elapsed();
+        let phase = Duration::from_nanos((since.as_nanos() % 1_000_000) as u64);
+        match on_park(last, self.chained.load(Ordering::Relaxed), phase) {
+            OnPark::Nothing if last == Last::Armed => {}
+            OnPark::Nothing => self.last.store(Last::Other as u8, Ordering::Relaxed),
+            OnPark::WakeAtNextTick { chained } => {
+                let next_tick = *origin + Duration::from_millis(since.as_millis() as u64 + 1);
+                self.chained.store(chained, Ordering::Relaxed);
+                self.last.store(Last::Armed as u8, Ordering::Relaxed);
+                let _ = self.aligner.send(Wake {
+                    at: next_tick + PAST_THE_TICK,
+                    worker: Arc::clone(self),
+                });
+            }
+        }
+    }
+}
+
+fn wake_on_ticks(requests: Receiver<Wake>) {
+    precise_timers();
+    let mut due: Vec<Wake> = Vec::new();
+    loop {
+        let now = Instant::now();
+        due.retain(|wake| {
+            if wake.at > now {
+                return true;
+            }
+            wake.worker.wake.notify_one();
+            false
+        });
+        let received = match due.iter().map(|wake| wake.at).min() {
+            Some(at) => match requests.recv_deadline(at) {
+                Ok(wake) => Some(wake),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                // A pending wake holds a sender: none is left.
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            },
+            None => match requests.recv() {
+                Ok(wake) => Some(wake),
+                Err(_) => return,
+            },
+        };
+        due.extend(received);
+    }
+}
+
+/// Let this thread's timed waits end when they are due, not up to 50 µs later: Linux batches a
+/// thread's timer wake-ups by its timer slack, 50 µs unless the thread asks for less.
+pub(crate) fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer (nanoseconds) and changes only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OFF_THE_TICK: Duration = Duration::from_micros(400);
+    const ON_THE_TICK: Duration = Duration::from_micros(30);
+
+    #[test]
+    fn a_park_off_the_tick_asks_for_a_wake_at_the_next_one() {
+        assert_eq!(
+            on_park(Last::Other, 0, OFF_THE_TICK),
+            OnPark::WakeAtNextTick { chained: 0 }
+        );
+        // The count of a chain ends with a wake-up of the worker's own.
+        assert_eq!(
+            on_park(Last::Other, MAX_CHAINED, OFF_THE_TICK),
+            OnPark::WakeAtNextTick { chained: 0 }
+        );
+    }
+
+    #[test]
+    fn a_park_in_phase_is_left_alone() {
+        assert_eq!(on_park(Last::Other, 0, ON_THE_TICK), OnPark::Nothing);
+        assert_eq!(on_park(Last::Aligned, 0, ON_THE_TICK), OnPark::Nothing);
+    }
+
+    #[test]
+    fn a_wake_on_its_way_is_not_asked_for_twice() {
+        assert_eq!(on_park(Last::Armed, 0, OFF_THE_TICK), OnPark::Nothing);
+    }
+
+    #[test]
+    fn aligned_wakes_in_a_row_stop_at_the_cap() {
+        let mut chained = 0;
+        let mut wakes = 0;
+        // A worker that always parks off the tick after an aligned wake (too slow to wake in
+        // phase): it gets the cap's worth of wakes, then waits for a wake of its own.
+        let mut last = Last::Other;
+        for _ in 0..10 {
+            match on_park(last, chained, OFF_THE_TICK) {
+                OnPark::WakeAtNextTick { chained: n } => {
+                    wakes += 1;
+                    chained = n;
+                    last = Last::Aligned;
+                }
+                OnPark::Nothing => break,
+            }
+        }
+        assert_eq!(wakes, 1 + MAX_CHAINED);
+    }
+
+    #[test]
+    fn a_runtime_parked_off_its_tick_is_woken_at_the_next_one_a_bounded_number_of_times() {
+        let aligner = TickAligner::start().unwrap();
+        let (runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let origin = *tick.origin.get().unwrap();
+        // Start the wait well off the tick, so its park asks for an aligned wake.
+        while !(300..600).contains(&(origin.elapsed().as_micros() % 1000)) {
+            std::hint::spin_loop();
+        }
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(30)).await });
+        let wakes = tick.aligned_wakes.load(Ordering::Relaxed);
+        assert!(
+            (1..=1 + MAX_CHAINED as u32).contains(&wakes),
+            "aligned wakes during one 30 ms sleep: {wakes}"
+        );
+    }
+}
