@@ -191,16 +191,26 @@ fn benches(c: &mut Criterion) {
             times.sort();
             let median = times[times.len() / 2];
             println!("{name}: median {median:.2?} of {}", shown.join(", "));
+            median
         };
+        let mut w3 = Duration::ZERO;
         for (name, program, expected) in &cases {
             let times = (0..runs)
                 .map(|_| warm_runs(1, &host, &harness, &sandbox, program, expected))
                 .collect();
-            report(name, times);
+            let median = report(name, times);
+            if *program == W3 {
+                w3 = median;
+            }
         }
-        report(
+        let floor = report(
             "w3_floor_tokio_100_sleep10",
             (0..runs).map(|_| floor_runs(1, &floor_runtime)).collect(),
+        );
+        // What codemode adds to the timer's own cost (the floor: the same sleeps, no engine).
+        println!(
+            "w3 above its floor: {:+.2} ms",
+            (w3.as_secs_f64() - floor.as_secs_f64()) * 1000.0
         );
         if let Some(mb) = peak_rss_mb() {
             println!(
