@@ -178,7 +178,7 @@ fn wake_on_ticks(requests: Receiver<Wake>) {
             Some(at) => match requests.recv_deadline(at) {
                 Ok(wake) => Some(wake),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
-                // A pending wake holds a sender: none is left.
+                // Not while a wake is pending (its worker holds a sender); ends the thread anyway.
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             },
             None => match requests.recv() {
