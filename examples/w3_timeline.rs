@@ -10,11 +10,10 @@
 //! W3_TIMER=thread cargo run --release --example w3_timeline  # the tool woken by a thread, not tokio
 //! ```
 //!
-//! The run's end follows tokio's millisecond timer more than codemode's CPU time: the worker
-//! parks once the calls are issued and wakes about 10 ms later, in the phase of that park; calls
-//! whose deadline falls in a later tick than that wake, and that the worker has not reached
-//! while handling the first ones, wait for that tick plus the phase of the worker's next park
-//! (docs/PERFORMANCE.md, W3, "Tick phase").
+//! Each sleep ends at the millisecond tick after its deadline (tokio rounds it up; the pool's tick
+//! thread wakes the worker on that tick), so a run ends about 10.5 ms after its last call starts,
+//! plus the handling of the last results and the reply: every microsecond of issuing or handing
+//! over shows in the end (docs/PERFORMANCE.md, W3, "On the tick, with warm memory").
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -153,8 +153,6 @@ impl Worker {
     }
 
     fn run(self) {
-        // The worker's timer wakes end on time (W3's 100 sleeps end up to 50 µs sooner).
-        super::tick::precise_timers();
         let runtime = match self.aligner.runtime() {
             Ok(runtime) => runtime,
             Err(e) => {

@@ -99,12 +99,14 @@ impl TickAligner {
         Ok(TickAligner { requests })
     }
 
-    /// A current-thread runtime (all drivers) whose parks this aligner keeps in phase.
+    /// A current-thread runtime (all drivers) whose parks this aligner keeps in phase, for the
+    /// calling thread, whose timed waits are made precise too.
     pub(crate) fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
         self.runtime_and_tick().map(|(runtime, _)| runtime)
     }
 
     fn runtime_and_tick(&self) -> std::io::Result<(tokio::runtime::Runtime, Arc<WorkerTick>)> {
+        precise_timers();
         let tick = Arc::new(WorkerTick {
             origin: OnceLock::new(),
             last: AtomicU8::new(Last::Other as u8),
@@ -192,7 +194,7 @@ fn wake_on_ticks(requests: Receiver<Wake>) {
 
 /// Let this thread's timed waits end when they are due, not up to 50 µs later: Linux batches a
 /// thread's timer wake-ups by its timer slack, 50 µs unless the thread asks for less.
-pub(crate) fn precise_timers() {
+fn precise_timers() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK takes one integer (nanoseconds) and changes only this thread.
     unsafe {
