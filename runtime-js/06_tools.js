@@ -15,14 +15,14 @@
     Error,
     JSONParse,
     JSONStringify,
-    Map,
     ObjectCreate,
     ObjectDefineProperty,
     ObjectFreeze,
+    ObjectSetPrototypeOf,
+    Promise,
     PromisePrototypeThen,
     PromiseReject,
     PromiseResolve,
-    PromiseWithResolvers,
     Proxy,
     RangeError,
     TypeError,
@@ -122,41 +122,56 @@
   const serializeArgs = internal.serializeArgs;
   const UNKNOWN = -1;
 
-  // Calls that went on (the op answered `undefined`): id -> the resolvers of the promise the
-  // program holds, until the host settles it. Its methods are own properties holding Map's
-  // natives as the glue found them: a call reaches them directly, not through a primordial's
-  // bound `call` (two engine calls fewer each, three uses per call), and the program can reach
-  // neither this Map nor anything these properties read.
-  const awaiting = new Map();
-  for (const name of ["get", "set", "delete"]) {
-    ObjectDefineProperty(awaiting, name, { __proto__: null, value: Map.prototype[name] });
-  }
-  // The id the next call is issued with; taken only by a call that goes on, so never reused
-  // while its call is awaited (ids wrap within the engine's small integers).
+  // Calls that went on (the op answered `undefined`): the resolving functions of the promise the
+  // program holds, at the call's id, until the host settles it. Ids are small integers handed
+  // out by the glue: a settled call's id is reused (`freeIds`), so the tables never outgrow the
+  // most calls awaited at once, and a new id is one past the highest. So each table is an
+  // array the engine writes in place or appends to, with no hashing and no entry object per
+  // call (a `Map` of `Promise.withResolvers()` records cost about 9k instructions more a call).
+  // The arrays have no prototype: an index accessor the program puts on `Array.prototype` or
+  // `Object.prototype` is never reached, and the program can reach none of them.
+  const resolveFns = ObjectSetPrototypeOf([], null);
+  const rejectFns = ObjectSetPrototypeOf([], null);
+  const freeIds = ObjectSetPrototypeOf([], null);
+  let freeCount = 0;
+  // One past the highest id issued so far.
   let nextId = 0;
+  // The executor of every call's promise: it hands over the resolving functions (no record
+  // object for them, no executor made per call as `withResolvers` does).
+  let caughtResolve, caughtReject;
+  const catchResolvers = (resolve, reject) => {
+    caughtResolve = resolve;
+    caughtReject = reject;
+  };
 
   // Called by the host (`hand_over_results` in execute.rs) with the results that arrived since
-  // its last call: a flat array of `id, kind, value` triples (`Results` in tool_ops.rs): kind 1
+  // its last call: `id, kind, value` triples as its arguments (`Results` in tool_ops.rs): kind 1
   // the value, 0 a failure's record, 2 and 3 why the engine could not take the value (a
-  // RangeError or a TypeError). One call per batch, and no promise of deno_core's per call; the
-  // host runs the microtasks after it. Resolving with a value may read a `then` the program put
-  // on Object.prototype (as any promise resolution does); that runs program code here, which
-  // may issue calls: they join the table.
-  internal.settleCalls = function settleCalls(results) {
+  // RangeError or a TypeError). The engine gathers them into `results` by defining each element
+  // (as it does for any rest parameter), so no index setter the program put on a prototype sees
+  // them, as one would an array the host filled through the engine facade, which assigns. One
+  // call per batch (of up to 1024 results), and no promise of deno_core's per call; the host
+  // runs the microtasks after it. Resolving with a value may read a `then` the program put on
+  // Object.prototype (as any promise resolution does); that runs program code here, which may
+  // issue calls: they join the table.
+  internal.settleCalls = function settleCalls(...results) {
     for (let i = 0; i < results.length; i += 3) {
       const id = results[i];
-      const resolvers = awaiting.get(id);
-      if (resolvers === undefined) continue;
-      awaiting.delete(id);
+      const resolve = resolveFns[id];
+      if (resolve === undefined) continue;
+      const reject = rejectFns[id];
+      resolveFns[id] = undefined;
+      rejectFns[id] = undefined;
+      freeIds[freeCount++] = id;
       const kind = results[i + 1];
       try {
-        if (kind === 1) resolvers.resolve(results[i + 2]);
-        else if (kind === 0) resolvers.reject(HostToolError(results[i + 2]));
-        else if (kind === 2) resolvers.reject(new RangeError(results[i + 2]));
-        else resolvers.reject(new TypeError(results[i + 2]));
+        if (kind === 1) resolve(results[i + 2]);
+        else if (kind === 0) reject(HostToolError(results[i + 2]));
+        else if (kind === 2) reject(new RangeError(results[i + 2]));
+        else reject(new TypeError(results[i + 2]));
       } catch (e) {
         // Making the error failed (the heap is exhausted): the call still settles.
-        resolvers.reject(e);
+        reject(e);
       }
     }
   };
@@ -220,7 +235,8 @@
           : internal.safeMessage(e);
       }
     }
-    const id = nextId;
+    const reused = freeCount > 0;
+    const id = reused ? freeIds[freeCount - 1] : nextId;
     const wave = trackWaves ? receivedWave + 1 : 0;
     let promise;
     try {
@@ -229,11 +245,13 @@
         : op_codemode_tool_call_full(index, id, wave, text, detail);
       if (value === undefined) {
         // The call goes on. Its id is taken first, before anything here can fail (at the
-        // stack's limit, say) with the host already holding the call.
-        nextId = (id + 1) & 0x3fffffff;
-        const resolvers = PromiseWithResolvers();
-        awaiting.set(id, resolvers);
-        promise = resolvers.promise;
+        // stack's limit, say) with the host already holding the call: an id whose promise
+        // could not be made is never handed out again (its result finds no resolver).
+        if (reused) freeCount--;
+        else nextId++;
+        promise = new Promise(catchResolvers);
+        resolveFns[id] = caughtResolve;
+        rejectFns[id] = caughtReject;
       } else {
         promise = PromiseResolve(value);
       }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use deno_core::{ToV8, v8};
+use deno_core::v8;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -225,16 +225,18 @@ fn hand_over_results(engine: &mut Engine, waker: &Waker) {
     let settle = v8::Local::new(scope, &engine.settle_calls);
     v8::tc_scope!(let scope, scope);
     // A value the engine refused is handed over as its failure (see `Results`); what it threw
-    // meanwhile is dropped, so it cannot fail the call below.
-    let converted = results.to_v8(scope);
+    // meanwhile is dropped, so it cannot fail the calls below.
+    let groups = results.into_arguments(scope);
     if scope.has_caught() {
         scope.reset();
     }
-    if let Ok(results) = converted {
-        let undefined = v8::undefined(scope).into();
+    let undefined = v8::undefined(scope).into();
+    for arguments in groups {
         // `settleCalls` catches what it runs; an exception here is the engine stopping the run
         // (termination), which the watchdog reports.
-        let _ = settle.call(scope, undefined, &[results]);
+        if settle.call(scope, undefined, &arguments).is_none() && scope.is_execution_terminating() {
+            break;
+        }
     }
     if !scope.is_execution_terminating() {
         scope.perform_microtask_checkpoint();

@@ -526,66 +526,76 @@ fn deliver(tools: &mut ToolRun, path: &str, response: Response) -> Result<Result
     }
 }
 
-/// The results of calls that went on, as the host hands them to the glue: a flat array of
-/// `id, kind, value` triples. Kind 1: the value. Kind 0: a failure, its record as JSON text (the
-/// message [`rejection`] gives its error). Kinds 2 and 3: the engine could not take the value
-/// (a string too long for it, or for the heap left), with why; the glue rejects the call with a
-/// `RangeError` (2) or a `TypeError` (3), as the op's own conversion does. One entry the engine
-/// cannot take never keeps the others from settling.
+/// The results of calls that went on, as the host hands them to the glue: `id, kind, value`
+/// triples, passed as the arguments of `settleCalls` (see [`Results::into_arguments`]). Kind 1:
+/// the value. Kind 0: a failure, its record as JSON text (the message [`rejection`] gives its
+/// error). Kinds 2 and 3: the engine could not take the value (a string too long for it, or
+/// for the heap left), with why; the glue rejects the call with a `RangeError` (2) or a
+/// `TypeError` (3), as the op's own conversion does. One entry the engine cannot take never
+/// keeps the others from settling.
 pub(crate) struct Results(Vec<(u32, Result<ResultValue, String>)>);
 
 /// What a failure's value says when the engine cannot make a string of it either.
 const UNSAYABLE: &str = "the tool's answer does not fit in the sandbox";
 
-impl<'a> ToV8<'a> for Results {
-    type Error = JsErrorBox;
+/// The most results handed to one call of `settleCalls`: its arguments are on the engine's
+/// stack (V8 pushes them), so a larger batch goes in several calls. A worker's batches are
+/// bounded well below this by its scheduler (it polls the run between every 61 tasks), so this
+/// only guards a host whose results arrive all at once.
+pub(crate) const RESULTS_PER_SETTLE: usize = 1024;
 
-    fn to_v8<'i>(
+impl Results {
+    /// The triples, flat, in groups of at most [`RESULTS_PER_SETTLE`]. They go to the glue as
+    /// arguments, which the engine gathers into the glue's rest parameter by defining each
+    /// element: an array made here would be filled by assignment in the engine facade
+    /// (`Array::new_with_elements`), which runs any index setter the program put on
+    /// `Array.prototype` or `Object.prototype` and loses the element to it.
+    pub(crate) fn into_arguments<'a>(
         self,
-        scope: &mut v8::PinScope<'a, 'i>,
-    ) -> Result<v8::Local<'a, v8::Value>, JsErrorBox> {
-        let mut elements = Vec::with_capacity(self.0.len() * 3);
-        for (id, result) in self.0 {
-            let (kind, text) = match result {
-                Ok(value) => match value.to_v8(scope) {
-                    Ok(value) => {
-                        push_entry(scope, &mut elements, id, 1, value);
-                        continue;
-                    }
-                    Err(refused) => {
-                        let kind = if refused.get_class() == "TypeError" {
-                            3
-                        } else {
-                            2
-                        };
-                        (kind, refused.get_message().into_owned())
-                    }
-                },
-                Err(record) => (0, record),
-            };
-            let (kind, value) = match v8::String::new(scope, &text) {
-                Some(text) => (kind, text.into()),
-                None => match v8::String::new(scope, UNSAYABLE) {
-                    Some(text) => (2, text.into()),
-                    None => (2, v8::undefined(scope).into()),
-                },
-            };
-            push_entry(scope, &mut elements, id, kind, value);
+        scope: &mut v8::PinScope<'a, '_>,
+    ) -> Vec<Vec<v8::Local<'a, v8::Value>>> {
+        let mut groups: Vec<Vec<v8::Local<'a, v8::Value>>> = Vec::new();
+        let group_size = self.0.len().min(RESULTS_PER_SETTLE) * 3;
+        for (n, (id, result)) in self.0.into_iter().enumerate() {
+            if n % RESULTS_PER_SETTLE == 0 {
+                groups.push(Vec::with_capacity(group_size));
+            }
+            let (kind, value) = entry(scope, result);
+            let id = v8::Integer::new_from_unsigned(scope, id).into();
+            let kind = v8::Integer::new(scope, kind).into();
+            let group = groups.last_mut().expect("a group was started above");
+            group.extend([id, kind, value]);
         }
-        Ok(v8::Array::new_with_elements(scope, &elements).into())
+        groups
     }
 }
 
-fn push_entry<'a>(
+/// One result's kind and value, as the glue takes them.
+fn entry<'a>(
     scope: &mut v8::PinScope<'a, '_>,
-    elements: &mut Vec<v8::Local<'a, v8::Value>>,
-    id: u32,
-    kind: i32,
-    value: v8::Local<'a, v8::Value>,
-) {
-    elements.push(v8::Integer::new_from_unsigned(scope, id).into());
-    elements.push(v8::Integer::new(scope, kind).into());
-    elements.push(value);
+    result: Result<ResultValue, String>,
+) -> (i32, v8::Local<'a, v8::Value>) {
+    let (kind, text) = match result {
+        Ok(value) => match value.to_v8(scope) {
+            Ok(value) => return (1, value),
+            Err(refused) => {
+                let kind = if refused.get_class() == "TypeError" {
+                    3
+                } else {
+                    2
+                };
+                (kind, refused.get_message().into_owned())
+            }
+        },
+        Err(record) => (0, record),
+    };
+    match v8::String::new(scope, &text) {
+        Some(text) => (kind, text.into()),
+        None => match v8::String::new(scope, UNSAYABLE) {
+            Some(text) => (2, text.into()),
+            None => (2, v8::undefined(scope).into()),
+        },
+    }
 }
 
 /// The results of the run's calls that went on which arrived since the last look, counted in the

@@ -330,6 +330,58 @@ async fn results_of_calls_that_go_on_reach_their_own_callers_in_any_order() {
     assert_eq!(outcome.stats.tool_calls, 16);
 }
 
+/// The glue hands out the id of a settled call again, so its table never outgrows the calls
+/// awaited at once. Waves that overlap (some calls still in flight while new ones are issued,
+/// on ids just given back) must still deliver every result to its own caller.
+#[tokio::test]
+async fn reused_call_ids_still_reach_their_own_callers() {
+    let source = "
+        const got = [];
+        const pending = [];
+        for (let i = 0; i < 60; i++) {
+            pending.push(tools.after({ ms: (i * 7) % 13, i }).then((r) => r.i));
+            if (i % 10 === 9) got.push(...await Promise.all(pending.splice(0, 5)));
+        }
+        got.push(...await Promise.all(pending));
+        return got;";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!((0..60).collect::<Vec<u64>>())),
+        "{}",
+        outcome.to_json()
+    );
+    assert_eq!(outcome.stats.tool_calls, 60);
+}
+
+/// Index accessors the program puts on `Array.prototype` and `Object.prototype` must never
+/// receive the resolving functions of the calls awaited (the glue's table is indexed by id), nor
+/// stand in for them, nor catch the array of results the host hands over (the engine facade
+/// fills arrays by assignment): every call still settles with its own result.
+#[tokio::test]
+async fn index_accessors_on_prototypes_never_reach_the_awaited_calls() {
+    let source = "
+        let leaked = 0;
+        let hijacked = 0;
+        for (const proto of [Array.prototype, Object.prototype]) {
+            for (let i = 0; i < 8; i++) {
+                Object.defineProperty(proto, i, { configurable: true,
+                    get() { return () => { hijacked++; }; },
+                    set(v) { if (typeof v === 'function') leaked++; } });
+            }
+        }
+        const values = await Promise.all([0, 1, 2, 3, 4].map((i) => tools.after({ ms: 5, i })));
+        const again = await tools.after({ ms: 1, i: 9 });
+        return { ids: values.map((r) => r.i), again: again.i, leaked, hijacked };";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!({"ids": [0, 1, 2, 3, 4], "again": 9, "leaked": 0, "hijacked": 0})),
+        "{}",
+        outcome.to_json()
+    );
+}
+
 /// The results of calls that go on do not come through deno_core's op driver, so the run's
 /// event loop must count them itself: a call in flight keeps the run going (its result still
 /// reaches the program), and once it ended the run reports the promise that can never settle.
