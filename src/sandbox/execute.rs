@@ -61,6 +61,9 @@ pub(crate) async fn execute(
             )
         });
     }
+    if !paths.is_empty() {
+        super::tick::quiet_timer_registrations().await;
+    }
     watchdog.arm(Arc::clone(&control));
     on_start(Arc::clone(&control));
 

@@ -36,6 +36,7 @@ impl ToolHost for ScriptedHost {
     fn paths(&self) -> Vec<String> {
         [
             "echo", "slow", "fail", "approve", "forever", "mem.get", "delete", "after", "panics",
+            "writes",
         ]
         .map(String::from)
         .to_vec()
@@ -94,6 +95,8 @@ impl ToolHost for ScriptedHost {
                         _ => Ok(ToolReply::new(json!({"i": args["i"]}))),
                     }
                 }
+                // The `write` system calls the calling thread has made so far (Linux).
+                "writes" => Ok(ToolReply::new(json!(thread_write_calls()))),
                 "fail" => Err(CallError::new(
                     ErrorKind::ToolError {
                         retryable: false,
@@ -131,6 +134,15 @@ impl ToolHost for ScriptedHost {
         }
         .boxed()
     }
+}
+
+/// `syscw` of `/proc/thread-self/io`: the `write` system calls this thread has made.
+fn thread_write_calls() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").unwrap_or_default();
+    io.lines()
+        .find_map(|line| line.strip_prefix("syscw: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 struct CountOnDrop(Arc<HostState>);
@@ -352,6 +364,29 @@ async fn reused_call_ids_still_reach_their_own_callers() {
         outcome.to_json()
     );
     assert_eq!(outcome.stats.tool_calls, 60);
+}
+
+/// Every call that goes on registers a timer (here the tool's own sleep). Tokio wakes its
+/// driver for a timer registered while it remembers no earlier one, a `write` to its eventfd,
+/// and a run starts with nothing remembered: 50 calls issued in one turn made 50 writes on the
+/// run's thread. The worker now has the driver remember the next tick before the program starts
+/// (`tick::quiet_timer_registrations`), so issuing them makes none.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn calls_that_go_on_register_their_timers_without_a_system_call_each() {
+    let source = "
+        const before = await tools.writes({});
+        const calls = Array.from({ length: 50 }, (_, i) => tools.after({ ms: 20, i }));
+        const after = await tools.writes({});
+        await Promise.all(calls);
+        return after - before;";
+    let outcome = run_with(&host(), source, Limits::default()).await;
+    let writes = outcome.value_json().and_then(|v| v.as_u64());
+    assert!(
+        writes.is_some_and(|n| n < 5),
+        "{writes:?} writes while issuing 50 calls: {}",
+        outcome.to_json()
+    );
 }
 
 /// Index accessors the program puts on `Array.prototype` and `Object.prototype` must never
