@@ -624,7 +624,50 @@ pub(crate) fn awaits_results(state: &OpState) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::lone_surrogate;
+    use deno_core::{JsRuntime, RuntimeOptions, v8};
+
+    use super::{RESULTS_PER_SETTLE, ResultValue, Results, lone_surrogate};
+    use crate::sandbox::engine::on_engine_thread;
+
+    /// A batch larger than a group goes to `settleCalls` in several calls, of at most
+    /// `RESULTS_PER_SETTLE` triples each, and a function gathering each group into a rest
+    /// parameter receives every result, in order, with its id and kind.
+    #[test]
+    fn a_large_batch_of_results_is_handed_over_in_groups_and_arrives_whole() {
+        let count = 2 * RESULTS_PER_SETTLE + 452;
+        let received = on_engine_thread(move || {
+            let mut runtime = JsRuntime::new(RuntimeOptions::default());
+            let gather = runtime
+                .execute_script(
+                    "gather",
+                    "let next = 0; (...results) => { \
+                     for (let i = 0; i < results.length; i += 3) { \
+                       if (results[i] !== next || results[i + 1] !== 1 || results[i + 2] !== next * 2) \
+                         throw new Error('entry ' + next); \
+                       next++; } \
+                     return results.length; }",
+                )
+                .unwrap();
+            deno_core::scope!(scope, &mut runtime);
+            let gather: v8::Local<v8::Function> =
+                v8::Local::new(scope, gather).try_into().unwrap();
+            let results = Results(
+                (0..count as u32)
+                    .map(|id| (id, Ok(ResultValue::Number(f64::from(id) * 2.0))))
+                    .collect(),
+            );
+            let undefined = v8::undefined(scope).into();
+            let mut lengths = Vec::new();
+            for arguments in results.into_arguments(scope) {
+                let length = gather.call(scope, undefined, &arguments).expect("every entry in order");
+                lengths.push(length.integer_value(scope).unwrap());
+            }
+            lengths
+        })
+        .unwrap();
+        let group = 3 * RESULTS_PER_SETTLE as i64;
+        assert_eq!(received, [group, group, 3 * 452]);
+    }
 
     #[test]
     fn lone_surrogate_finds_unpaired_escapes_only() {
