@@ -15,6 +15,8 @@ compile_error!(
     "codemode: select exactly one engine: enable feature `quickjs` (the default) or `v8` (e.g. `--no-default-features --features v8`)."
 );
 
+#[cfg(feature = "mimalloc")]
+mod alloc;
 pub mod bench;
 pub mod builtins;
 pub mod call;
