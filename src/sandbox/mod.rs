@@ -27,6 +27,7 @@ mod execute;
 // The binary hand-over is the QuickJS facade's format; V8 takes JSON text.
 #[cfg(not(feature = "v8"))]
 mod handover;
+mod heads_up;
 mod host;
 mod no_imports;
 mod ops;
@@ -378,6 +379,8 @@ impl Sandbox {
         tools: Option<RunTools>,
         reply: Reply,
     ) -> Result<Arc<RunLink>, Box<RunOutcome>> {
+        // Wakes an idle worker now, so its wake-up overlaps the transpilation.
+        let _preparing = pool.heads_up();
         let program = prepare(source, &limits)?;
         let link = Arc::new(RunLink::default());
         let job = pool::Job {

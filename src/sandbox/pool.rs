@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::RunLink;
 use super::engine::Engine;
 use super::execute::execute;
+use super::heads_up::{Message, Preparing, next_job};
 use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::reserve::RunReserve;
@@ -33,10 +34,12 @@ pub(crate) struct Job {
 pub(crate) type OnWarm = Arc<dyn Fn() + Send + Sync>;
 
 pub(crate) struct Pool {
-    sender: Option<Sender<Job>>,
+    sender: Option<Sender<Message<Box<Job>>>>,
     workers: Vec<JoinHandle<()>>,
     /// Workers holding a pre-built isolate right now.
     pub(crate) warm: Arc<AtomicUsize>,
+    /// Callers between their heads-up and their run (`heads_up.rs`).
+    preparing: Arc<AtomicUsize>,
     /// Worker threads given up by their watchdog (never joined: they may never return).
     abandoned: Abandoned,
 }
@@ -51,9 +54,10 @@ impl Pool {
         isolates_per_thread: usize,
         on_warm: Option<OnWarm>,
     ) -> std::io::Result<Pool> {
-        let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
+        let (sender, receiver) = crossbeam_channel::unbounded::<Message<Box<Job>>>();
         let mut handles = Vec::with_capacity(workers);
         let warm = Arc::new(AtomicUsize::new(0));
+        let preparing = Arc::new(AtomicUsize::new(0));
         let abandoned = Abandoned::default();
         let aligner = TickAligner::start()?;
         for id in 0..workers {
@@ -64,6 +68,7 @@ impl Pool {
                 jobs: receiver,
                 warm_heap_bytes,
                 warm_count: warm,
+                preparing: Arc::clone(&preparing),
                 stack_bytes,
                 isolates_per_thread: isolates_per_thread.max(1),
                 abandoned: Arc::clone(&abandoned),
@@ -76,6 +81,7 @@ impl Pool {
             sender: Some(sender),
             workers: handles,
             warm,
+            preparing,
             abandoned,
         })
     }
@@ -89,11 +95,23 @@ impl Pool {
             .is_empty()
     }
 
+    /// Wake an idle worker for a run the caller is about to queue; hold the guard until
+    /// [`Pool::submit`] (`heads_up.rs`). With no idle worker, nothing is sent.
+    pub(crate) fn heads_up(&self) -> Preparing<'_> {
+        let preparing = Preparing::new(&self.preparing);
+        if self.warm.load(Ordering::SeqCst) > 0
+            && let Some(sender) = &self.sender
+        {
+            let _ = sender.send(Message::HeadsUp);
+        }
+        preparing
+    }
+
     /// Queue a job; `false` when the pool is shut down.
     pub(crate) fn submit(&self, job: Job) -> bool {
         self.sender
             .as_ref()
-            .is_some_and(|sender| sender.send(job).is_ok())
+            .is_some_and(|sender| sender.send(Message::Run(Box::new(job))).is_ok())
     }
 }
 
@@ -124,9 +142,10 @@ pub(crate) const ISOLATES_PER_THREAD: usize = 64;
 #[derive(Clone)]
 struct Worker {
     id: usize,
-    jobs: Receiver<Job>,
+    jobs: Receiver<Message<Box<Job>>>,
     warm_heap_bytes: usize,
     warm_count: Arc<AtomicUsize>,
+    preparing: Arc<AtomicUsize>,
     stack_bytes: usize,
     isolates_per_thread: usize,
     abandoned: Abandoned,
@@ -206,7 +225,9 @@ impl Worker {
         }
         // A thread that cannot build isolates any more hands over to a fresh one.
         while warm.is_some() && built < self.isolates_per_thread {
-            let Ok(job) = self.jobs.recv() else { return };
+            let Some(job) = next_job(&self.jobs, &self.preparing) else {
+                return;
+            };
             self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let Job {
                 program,
@@ -214,7 +235,7 @@ impl Worker {
                 tools,
                 link,
                 reply,
-            } = job;
+            } = *job;
             let engine = match warm.take() {
                 Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
                 _ => {
@@ -287,9 +308,11 @@ impl Worker {
     }
 }
 
-fn fail_all(jobs: &Receiver<Job>, message: &str) {
-    while let Ok(job) = jobs.recv() {
-        job.reply.send(internal_error(message));
+fn fail_all(jobs: &Receiver<Message<Box<Job>>>, message: &str) {
+    while let Ok(message_in) = jobs.recv() {
+        if let Message::Run(job) = message_in {
+            job.reply.send(internal_error(message));
+        }
     }
 }
 

@@ -434,7 +434,9 @@ async fn a_call_in_flight_keeps_the_run_alive_until_its_result_arrives() {
     let source = "
         let got = 'nothing';
         tools.after({ ms: 30, i: 8 }).then((r) => { got = r.i; });
-        await new Promise((resolve) => setTimeout(resolve, 80));
+        // Far past the call's 30 ms: a worker starved for longer than the gap (the whole suite
+        // on 2 cores) finds both due at once and may run the timer's callback first.
+        await new Promise((resolve) => setTimeout(resolve, 400));
         return got;";
     let outcome = run_with(&host(), source, Limits::default()).await;
     assert_eq!(
