@@ -215,7 +215,6 @@ pub(crate) struct Watchdog {
 #[derive(Default)]
 struct Watched {
     run: Option<Arc<RunControl>>,
-    generation: u64,
     shutdown: bool,
 }
 
@@ -239,18 +238,18 @@ impl Watchdog {
     /// Watch `run` until `disarm` (or until its deadline fires).
     pub(crate) fn arm(&self, run: Arc<RunControl>) {
         let (lock, cv) = &*self.shared;
-        let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
-        watched.run = Some(run);
-        watched.generation += 1;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).run = Some(run);
+        // After the unlock, so the woken watchdog does not wait for the lock on its way in.
         cv.notify_one();
     }
 
+    /// Stop watching the run. The watchdog is not woken: it finds the run gone when its timed
+    /// wait ends and waits untimed from then on (it holds nothing of the run while it waits).
+    /// Waking it cost the worker a system call, and another core a wake-up, between the
+    /// program's end and its outcome.
     pub(crate) fn disarm(&self) {
-        let (lock, cv) = &*self.shared;
-        let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
-        watched.run = None;
-        watched.generation += 1;
-        cv.notify_one();
+        let (lock, _) = &*self.shared;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).run = None;
     }
 }
 
@@ -279,41 +278,94 @@ fn watch(shared: &(Mutex<Watched>, Condvar), mut on_stuck: Option<OnStuck>) {
             watched = cv.wait(watched).unwrap_or_else(|e| e.into_inner());
             continue;
         };
-        // Told to stop and still armed: the worker gets STUCK_GRACE to come back.
-        if let Some(since) = run.stopped_since() {
-            let waited = since.elapsed();
-            if waited >= STUCK_GRACE {
-                watched.run = None;
-                // The pool learns first, so whoever gets the outcome already sees the worker
-                // given up (a worker process then asks to be replaced).
-                if let Some(replace) = on_stuck.take() {
-                    replace();
+        // Dropped before the wait: a disarmed run is not kept alive until the wait ends.
+        let wait = match next_look(&run) {
+            Look::In(wait) => wait,
+            Look::Now(action) => {
+                if action == Action::GiveUp {
+                    watched.run = None;
+                    // The pool learns first, so whoever gets the outcome already sees the
+                    // worker given up (a worker process then asks to be replaced).
+                    if let Some(replace) = on_stuck.take() {
+                        replace();
+                    }
+                    run.abandon();
+                } else {
+                    run.stop(StopReason::Deadline);
                 }
-                run.abandon();
-            } else {
-                watched = cv
-                    .wait_timeout(watched, STUCK_GRACE - waited)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                continue;
             }
-            continue;
+        };
+        drop(run);
+        watched = cv
+            .wait_timeout(watched, wait)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Action {
+    StopAtDeadline,
+    GiveUp,
+}
+
+enum Look {
+    Now(Action),
+    In(Duration),
+}
+
+/// What the watchdog does about an armed run now, or when it looks again.
+fn next_look(run: &RunControl) -> Look {
+    // Told to stop and still armed: the worker gets STUCK_GRACE to come back.
+    if let Some(since) = run.stopped_since() {
+        let waited = since.elapsed();
+        return if waited >= STUCK_GRACE {
+            Look::Now(Action::GiveUp)
+        } else {
+            Look::In(STUCK_GRACE - waited)
+        };
+    }
+    match run.remaining() {
+        Some(left) if left.is_zero() => Look::Now(Action::StopAtDeadline),
+        Some(left) => Look::In(left),
+        None => Look::In(PAUSE_POLL),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deno_core::{JsRuntime, RuntimeOptions};
+
+    #[test]
+    fn a_disarmed_run_is_let_go_at_once_though_the_watchdog_sleeps_on() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        let run = RunControl::new(
+            runtime.v8_isolate().thread_safe_handle(),
+            Duration::from_secs(30),
+        );
+        let watchdog = Watchdog::spawn("watchdog-test".into(), None).unwrap();
+        watchdog.arm(Arc::clone(&run));
+        // Let the watchdog take its look and start waiting on the 30 s deadline.
+        std::thread::sleep(Duration::from_millis(50));
+        watchdog.disarm();
+        assert_eq!(
+            Arc::strong_count(&run),
+            1,
+            "the watchdog still holds the run it was told to stop watching"
+        );
+        assert_eq!(run.stop_reason(), None);
+        // A run armed next is watched: its deadline fires.
+        let next = RunControl::new(
+            runtime.v8_isolate().thread_safe_handle(),
+            Duration::from_millis(20),
+        );
+        watchdog.arm(Arc::clone(&next));
+        let started = Instant::now();
+        while next.stop_reason().is_none() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
         }
-        match run.remaining() {
-            Some(left) if left.is_zero() => {
-                run.stop(StopReason::Deadline);
-            }
-            Some(left) => {
-                watched = cv
-                    .wait_timeout(watched, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            None => {
-                watched = cv
-                    .wait_timeout(watched, PAUSE_POLL)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-        }
+        assert_eq!(next.stop_reason(), Some(StopReason::Deadline));
     }
 }
