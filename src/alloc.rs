@@ -6,43 +6,38 @@
 //! allocator Rust's. Measured in docs/PERFORMANCE.md ("The allocator"): 15% fewer instructions
 //! per tool call, W4 (10,000 records) about 20% faster.
 //!
-//! Two options differ from mimalloc's defaults, each unless its environment variable is set:
+//! One option differs from mimalloc's defaults, unless its environment variable is set:
+//! `arena_eager_commit` = 0 (`MIMALLOC_ARENA_EAGER_COMMIT`), so arenas are committed as they are
+//! used. On Linux mimalloc commits each arena it reserves in full (2, "on overcommitting
+//! systems"), and what it purges from such an arena stays resident: an idle pooled isolate cost
+//! 9.6 MB of RSS that way (mimalloc 2.3), against 3.2 MB, and the workloads' peak RSS 95-99 MB
+//! against 67 MB.
 //!
-//! - `arena_eager_commit` = 0 (`MIMALLOC_ARENA_EAGER_COMMIT`): arenas are committed as they are
-//!   used. On Linux mimalloc commits each arena it reserves in full (2, "on overcommitting
-//!   systems"), and what it purges from such an arena stays resident: an idle pooled isolate cost
-//!   9.6 MB of RSS that way (mimalloc 2.3), against 3.3 MB, and the workloads' peak RSS
-//!   95-99 MB against 67 MB.
-//! - `purge_delay` = 100 ms (`MIMALLOC_PURGE_DELAY`; mimalloc 3's default is 1 s): memory freed
-//!   is returned to the system after 0.1 s. With 1 s, the workloads' peak RSS was 67 MB against
-//!   48-50 MB; with 10 ms, the large runs (W4) slowed down and varied more.
+//! The purge delay stays mimalloc's (1 s). At 100 ms the workloads' peak RSS fell to 48-50 MB, but
+//! memory a run had freed was returned and faulted back in by the next ones: 33.4k page faults
+//! per 100 W3 runs against 26.3k (glibc: 25.9k), and 9% more CPU.
 //!
-//! They must be set before the first arena is reserved, at the process's first allocations, so
-//! they are set from the executable's initialisers, right after mimalloc's own (priority 101),
-//! which reads the environment.
+//! It must be set before the first arena is reserved, at the process's first allocations, so it
+//! is set from the executable's initialisers, right after mimalloc's own (priority 101), which
+//! reads the environment.
 
 use std::ffi::{CStr, c_long};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Indices in `mi_option_t` (mimalloc 3.x `include/mimalloc.h`; the dependency is pinned, so the
-/// C source these belong to is too).
+/// An index in `mi_option_t` (mimalloc 3.x `include/mimalloc.h`; the dependency is pinned, so
+/// the C source it belongs to is too).
 #[cfg(target_os = "linux")]
 const MI_OPTION_ARENA_EAGER_COMMIT: i32 = 4;
-#[cfg(target_os = "linux")]
-const MI_OPTION_PURGE_DELAY: i32 = 15;
 
 /// Our defaults: option, value, the environment variable that overrides it.
 #[cfg(target_os = "linux")]
-const DEFAULTS: [(i32, c_long, &CStr); 2] = [
-    (
-        MI_OPTION_ARENA_EAGER_COMMIT,
-        0,
-        c"MIMALLOC_ARENA_EAGER_COMMIT",
-    ),
-    (MI_OPTION_PURGE_DELAY, 100, c"MIMALLOC_PURGE_DELAY"),
-];
+const DEFAULTS: [(i32, c_long, &CStr); 1] = [(
+    MI_OPTION_ARENA_EAGER_COMMIT,
+    0,
+    c"MIMALLOC_ARENA_EAGER_COMMIT",
+)];
 
 unsafe extern "C" {
     #[cfg(target_os = "linux")]
