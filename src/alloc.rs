@@ -21,23 +21,20 @@
 //! is set from the executable's initialisers, right after mimalloc's own (priority 101), which
 //! reads the environment.
 
-use std::ffi::{CStr, c_long};
+use std::ffi::c_long;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// An index in `mi_option_t` (mimalloc 3.x `include/mimalloc.h`; the dependency is pinned, so
-/// the C source it belongs to is too).
+/// `mi_option_arena_eager_commit` in `mi_option_t` (mimalloc 3.x `include/mimalloc.h`; the
+/// dependency is pinned, so the C source this index belongs to is too).
 #[cfg(target_os = "linux")]
 const MI_OPTION_ARENA_EAGER_COMMIT: i32 = 4;
-
-/// Our defaults: option, value, the environment variable that overrides it.
 #[cfg(target_os = "linux")]
-const DEFAULTS: [(i32, c_long, &CStr); 1] = [(
-    MI_OPTION_ARENA_EAGER_COMMIT,
-    0,
-    c"MIMALLOC_ARENA_EAGER_COMMIT",
-)];
+const COMMIT_AS_USED: c_long = 0;
+/// Overrides our value, as it overrides mimalloc's default.
+#[cfg(target_os = "linux")]
+const ARENA_EAGER_COMMIT_VARIABLE: &std::ffi::CStr = c"MIMALLOC_ARENA_EAGER_COMMIT";
 
 unsafe extern "C" {
     #[cfg(target_os = "linux")]
@@ -50,14 +47,12 @@ unsafe extern "C" {
 
 /// Runs before `main` and before any Rust code of the process, from `.init_array`.
 #[cfg(target_os = "linux")]
-extern "C" fn set_defaults() {
-    for (option, value, variable) in DEFAULTS {
-        // SAFETY: the environment is not written while the initialisers run (one thread);
-        // `mi_option_set` sets a plain integer.
-        unsafe {
-            if libc::getenv(variable.as_ptr()).is_null() {
-                mi_option_set(option, value);
-            }
+extern "C" fn commit_arenas_as_used() {
+    // SAFETY: the environment is not written while the initialisers run (one thread);
+    // `mi_option_set` sets a plain integer.
+    unsafe {
+        if libc::getenv(ARENA_EAGER_COMMIT_VARIABLE.as_ptr()).is_null() {
+            mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, COMMIT_AS_USED);
         }
     }
 }
@@ -65,7 +60,7 @@ extern "C" fn set_defaults() {
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array.00102")]
-static SET_DEFAULTS: extern "C" fn() = set_defaults;
+static COMMIT_ARENAS_AS_USED: extern "C" fn() = commit_arenas_as_used;
 
 #[cfg(test)]
 mod tests {
@@ -88,12 +83,15 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn our_defaults_are_in_effect_unless_the_environment_sets_them() {
-        for (option, ours, variable) in DEFAULTS {
-            let expected = match std::env::var(variable.to_str().unwrap()) {
-                Ok(set) => set.parse().expect("a number"),
-                Err(_) => ours,
-            };
-            assert_eq!(unsafe { mi_option_get(option) }, expected, "{variable:?}");
-        }
+        let variable = ARENA_EAGER_COMMIT_VARIABLE.to_str().unwrap();
+        let expected = match std::env::var(variable) {
+            Ok(set) => set.parse().expect("a number"),
+            Err(_) => COMMIT_AS_USED,
+        };
+        assert_eq!(
+            unsafe { mi_option_get(MI_OPTION_ARENA_EAGER_COMMIT) },
+            expected,
+            "{variable}"
+        );
     }
 }
