@@ -210,9 +210,27 @@ fn refused(reason: &str) -> RunOutcome {
     RunOutcome::failed(RunStatus::Error, error)
 }
 
+/// Lowercase hex, written in one go: a `format!` per byte cost 20k instructions, a quarter of
+/// the caller's share of a warm run.
 fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", Sha256::digest(text.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sha256_hex;
+
+    #[test]
+    fn a_programs_digest_is_its_sha256_in_64_lowercase_hex_digits() {
+        // FIPS 180-2's example.
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        // A byte below 0x10 keeps its leading zero.
+        assert_eq!(
+            sha256_hex("39"),
+            "0b918943df0962bc7a1824c0555a389347b4febdc7cf9d1254406d80ce44e3f9"
+        );
+    }
 }

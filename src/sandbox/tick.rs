@@ -7,13 +7,24 @@
 //! on a timer (a sleep, a backoff, a poll interval), or a program's `setTimeout`, ends that much
 //! after its tick; a run waiting on 100 of them pays it once per batch (docs/PERFORMANCE.md, W3).
 //!
-//! So when a worker parks off its tick, a thread shared by the pool wakes it just after the next
-//! tick. Tokio fires what is due at that tick and parks again in phase with its ticks, so the next
-//! timer wake lands on its tick. A park already in phase is left alone, and a worker gets at most
+//! So when a worker parks off its tick, a thread shared by the pool wakes it at the next tick.
+//! Tokio fires what is due at that tick and parks again in phase with its ticks, so the next timer
+//! wake lands on its tick. A park already in phase is left alone, and a worker gets at most
 //! `1 + MAX_CHAINED` of these wakes in a row, so a machine too loaded to wake a thread in time does
 //! not turn a long wait into a wake-up every millisecond.
+//!
+//! "At the tick" is meant to the microsecond, because the phase of that park is the lateness of
+//! every timer wake after it:
+//! - the ticks are counted from tokio's own tick 0, which [`tick_zero`] finds when the runtime is
+//!   built (an instant taken after the build was up to 50 µs late, and 3% of the calls in W3 were
+//!   then judged a tick off);
+//! - the wake is sent early, by how late this worker's wakes have come (a running average, at
+//!   most [`MAX_LEAD`]), and the worker spins until just past the tick. Waking a thread whose core
+//!   is halted takes tens of microseconds (35-55 µs on the VMs we measure on, one hop for the tick
+//!   thread and one for the worker), so a wake sent at the tick reached the worker 60-100 µs
+//!   after it, and W3's last timer batch started 85-125 µs after its tick (15-19 µs now).
 
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -24,8 +35,15 @@ use tokio::sync::Notify;
 /// most this late.
 const IN_PHASE: Duration = Duration::from_micros(100);
 
-/// How far past a tick the wake is aimed, so that the worker's floored "now" is in that tick.
-const PAST_THE_TICK: Duration = Duration::from_micros(20);
+/// How far past a tick an aligned wake lets the worker go, so that its floored "now" is in that
+/// tick.
+const PAST_THE_TICK: Duration = Duration::from_micros(2);
+
+/// The lead of the first aligned wakes, before the worker has measured how late its wakes come.
+const FIRST_LEAD: Duration = Duration::from_micros(50);
+
+/// The most an aligned wake is sent before its tick, so the most a worker spins for one.
+const MAX_LEAD: Duration = Duration::from_micros(150);
 
 /// Aligned wakes that may follow an aligned wake with no other wake-up in between: a worker gets
 /// at most `1 + MAX_CHAINED` in a row.
@@ -72,6 +90,13 @@ pub(crate) struct WorkerTick {
     /// Aligned wakes so far (the tests read it).
     aligned_wakes: AtomicU32,
     wake: Notify,
+    /// When the aligned wake on its way was sent and when it lets the worker go (the tick plus
+    /// [`PAST_THE_TICK`]), in nanoseconds after `origin`.
+    sent_at: AtomicU64,
+    let_go_at: AtomicU64,
+    /// How long before its tick an aligned wake is sent, in nanoseconds: how late the worker's
+    /// aligned wakes have come (a running average), so that it is awake just before the tick.
+    lead: AtomicU64,
     aligner: Sender<Wake>,
 }
 
@@ -113,29 +138,77 @@ impl TickAligner {
             chained: AtomicU8::new(0),
             aligned_wakes: AtomicU32::new(0),
             wake: Notify::new(),
+            sent_at: AtomicU64::new(0),
+            let_go_at: AtomicU64::new(0),
+            lead: AtomicU64::new(FIRST_LEAD.as_nanos() as u64),
             aligner: self.requests.clone(),
         });
         let on_thread_park = Arc::clone(&tick);
+        let building = Instant::now();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .on_thread_park(move || on_thread_park.parking())
             .build()?;
-        // The timer took its tick 0 while the runtime was built: just before this instant.
-        let _ = tick.origin.set(Instant::now());
+        let _ = tick.origin.set(tick_zero(&runtime, building));
         // Polled only while the worker drives a run (`block_on`), which is when it parks.
         let woken = Arc::clone(&tick);
         runtime.spawn(async move {
             loop {
                 woken.wake.notified().await;
-                woken.last.store(Last::Aligned as u8, Ordering::Relaxed);
-                woken.aligned_wakes.fetch_add(1, Ordering::Relaxed);
+                woken.woken();
             }
         });
         Ok((runtime, tick))
     }
 }
 
+/// The instant of the runtime's tick 0, which tokio took at some point while it was built (after
+/// `building`). It is found by watching a timer due at tick 1 fire: at tick 1, give or take one
+/// poll of the runtime (a few microseconds, late, never early), which the worker sleeps through
+/// most of. Only an origin late by this much is safe: one early would let a worker go before
+/// tokio's tick, and tokio would then wait a whole millisecond more.
+fn tick_zero(runtime: &tokio::runtime::Runtime, building: Instant) -> Instant {
+    const TICK: Duration = Duration::from_millis(1);
+    runtime.block_on(async {
+        // Any instant in tick 0 is due at tick 1 (tokio rounds a deadline up).
+        let mut due_at_tick_1 = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
+        // Tick 1 comes after `building` + 1 ms; sleep to just before that.
+        std::thread::sleep(
+            (building + TICK - Duration::from_micros(20)).saturating_duration_since(Instant::now()),
+        );
+        loop {
+            if futures::poll!(due_at_tick_1.as_mut()).is_ready() {
+                return Instant::now() - TICK;
+            }
+            // A zero-length park, after which tokio fires what is due.
+            tokio::task::yield_now().await;
+        }
+    })
+}
+
 impl WorkerTick {
+    /// Runs on the worker thread when an aligned wake reaches it: it notes how late the wake
+    /// came and, if it came before the tick, waits for the tick.
+    fn woken(&self) {
+        let origin = *self.origin.get().expect("set before the runtime runs");
+        let now = Instant::now();
+        let at = |nanos: &AtomicU64| origin + Duration::from_nanos(nanos.load(Ordering::Relaxed));
+        // A wake delayed by the worker's own work says nothing about the wake-up's latency, so
+        // one sample moves the average by at most MAX_LEAD / 8.
+        let late = now
+            .saturating_duration_since(at(&self.sent_at))
+            .min(MAX_LEAD);
+        let lead = self.lead.load(Ordering::Relaxed);
+        let lead = lead - lead / 8 + late.as_nanos() as u64 / 8;
+        self.lead.store(lead, Ordering::Relaxed);
+        let let_go = at(&self.let_go_at);
+        while Instant::now() < let_go {
+            std::hint::spin_loop();
+        }
+        self.last.store(Last::Aligned as u8, Ordering::Relaxed);
+        self.aligned_wakes.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Runs on the worker thread just before it parks.
     fn parking(self: &Arc<Self>) {
         let Some(origin) = self.origin.get() else {
@@ -155,8 +228,15 @@ impl WorkerTick {
                 let next_tick = *origin + Duration::from_millis(since.as_millis() as u64 + 1);
                 self.chained.store(chained, Ordering::Relaxed);
                 self.last.store(Last::Armed as u8, Ordering::Relaxed);
+                let let_go = next_tick + PAST_THE_TICK;
+                let lead = Duration::from_nanos(self.lead.load(Ordering::Relaxed)).min(MAX_LEAD);
+                let at = (let_go - lead).max(Instant::now());
+                let since_origin = |at: Instant| (at - *origin).as_nanos() as u64;
+                self.sent_at.store(since_origin(at), Ordering::Relaxed);
+                self.let_go_at
+                    .store(since_origin(let_go), Ordering::Relaxed);
                 let _ = self.aligner.send(Wake {
-                    at: next_tick + PAST_THE_TICK,
+                    at,
                     worker: Arc::clone(self),
                 });
             }
@@ -287,5 +367,119 @@ mod tests {
             (1..=1 + MAX_CHAINED as u32).contains(&wakes),
             "aligned wakes during one 30 ms sleep: {wakes}"
         );
+    }
+
+    #[test]
+    fn the_origin_is_tokios_tick_zero_never_before_it() {
+        let aligner = TickAligner::start().unwrap();
+        let (runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let origin = *tick.origin.get().unwrap();
+        let at = |micros: u64| origin + Duration::from_micros(micros);
+        runtime.block_on(async {
+            // Due at tick 5 unless the origin is more than 100 µs after tokio's tick 0 (a few
+            // microseconds in a release build, one turn of a test build's runtime here).
+            let mut before = std::pin::pin!(tokio::time::sleep_until(at(4_900).into()));
+            // Due at tick 6 unless the origin is more than 5 µs before it.
+            let mut after = std::pin::pin!(tokio::time::sleep_until(at(5_005).into()));
+            assert!(futures::poll!(before.as_mut()).is_pending());
+            assert!(futures::poll!(after.as_mut()).is_pending());
+            while Instant::now() < at(5_300) {
+                std::hint::spin_loop();
+            }
+            // A zero-length park: tokio fires what is due at its "now" (tick 5).
+            tokio::task::yield_now().await;
+            let looked = Instant::now();
+            assert!(
+                futures::poll!(before.as_mut()).is_ready(),
+                "a timer due 100 µs before our tick 5 had not fired at tick 5"
+            );
+            // A thread preempted past tick 6 proves nothing here.
+            if looked < at(5_900) {
+                assert!(
+                    futures::poll!(after.as_mut()).is_pending(),
+                    "a timer due 5 µs after our tick 5 fired before tick 6"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn tick_zero_is_found_from_the_timer_however_long_after_the_build_it_is_looked_for() {
+        // Tokio takes its tick 0 between `building` and `built`; an instant taken after the
+        // build (as the origin once was) is late by up to the build's length, and here by the
+        // 300 µs more the thread spends elsewhere. A thread preempted at the wrong moment makes
+        // one attempt late too, so three are made.
+        let late_by = (0..3)
+            .map(|_| {
+                let building = Instant::now();
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let built = Instant::now();
+                while built.elapsed() < Duration::from_micros(300) {
+                    std::hint::spin_loop();
+                }
+                let origin = tick_zero(&runtime, building);
+                assert!(
+                    origin >= building,
+                    "tick 0 found before the runtime was built"
+                );
+                origin.saturating_duration_since(built)
+            })
+            .min()
+            .unwrap();
+        // Late by one turn of the runtime at most: a few microseconds in a release build, tens
+        // in a test build.
+        assert!(
+            late_by <= Duration::from_micros(100),
+            "tick 0 found {late_by:?} after the build"
+        );
+    }
+
+    /// A worker tick whose aligned wake was sent `sent` ago and lets the worker go `let_go`
+    /// from now.
+    fn armed(tick: &WorkerTick, sent: Duration, let_go: Duration) -> Instant {
+        let origin = *tick.origin.get().unwrap();
+        let now = Instant::now();
+        let since_origin = |at: Instant| (at - origin).as_nanos() as u64;
+        tick.sent_at
+            .store(since_origin(now - sent), Ordering::Relaxed);
+        tick.let_go_at
+            .store(since_origin(now + let_go), Ordering::Relaxed);
+        now + let_go
+    }
+
+    #[test]
+    fn an_aligned_wake_that_comes_before_its_tick_waits_for_it() {
+        let aligner = TickAligner::start().unwrap();
+        let (_runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let let_go = armed(&tick, Duration::ZERO, Duration::from_micros(300));
+        tick.woken();
+        assert!(Instant::now() >= let_go);
+        assert_eq!(tick.last.load(Ordering::Relaxed), Last::Aligned as u8);
+        assert_eq!(tick.aligned_wakes.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_lead_follows_how_late_wakes_come_within_its_cap() {
+        let aligner = TickAligner::start().unwrap();
+        let (_runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let lead = || Duration::from_nanos(tick.lead.load(Ordering::Relaxed));
+        assert_eq!(lead(), FIRST_LEAD);
+        // Wakes that come 120 µs late draw the lead towards 120 µs.
+        for _ in 0..40 {
+            armed(&tick, Duration::from_micros(120), Duration::ZERO);
+            tick.woken();
+        }
+        assert!(
+            (Duration::from_micros(110)..=MAX_LEAD).contains(&lead()),
+            "{:?}",
+            lead()
+        );
+        // A wake held up by the worker's own work (10 ms) counts as MAX_LEAD at most.
+        armed(&tick, Duration::from_millis(10), Duration::ZERO);
+        tick.woken();
+        assert!(lead() <= MAX_LEAD, "{:?}", lead());
     }
 }
