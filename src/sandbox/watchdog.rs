@@ -193,6 +193,12 @@ impl RunControl {
         }
     }
 
+    /// The deadline as it stands; `None` while paused.
+    fn deadline(&self) -> Option<Instant> {
+        let timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
+        (timing.pauses == 0).then_some(timing.deadline)
+    }
+
     /// How long until the deadline; `None` while paused.
     fn remaining(&self) -> Option<Duration> {
         let timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
@@ -216,6 +222,11 @@ pub(crate) struct Watchdog {
 struct Watched {
     run: Option<Arc<RunControl>>,
     shutdown: bool,
+    /// When the watchdog's wait ends by itself: `None` while it waits untimed (or is not
+    /// waiting yet). A run whose deadline is no earlier needs no wake-up to be watched.
+    wakes_at: Option<Instant>,
+    /// Times the watchdog has looked at its state (the tests read it).
+    looks: u64,
 }
 
 /// How often a paused deadline is looked at again (pauses are rare and short-lived).
@@ -236,11 +247,27 @@ impl Watchdog {
     }
 
     /// Watch `run` until `disarm` (or until its deadline fires).
+    ///
+    /// The watchdog is woken only if its wait would end after the run's deadline. After a run,
+    /// it sleeps on until that run's deadline; the next run (with the same limits) has a later
+    /// one, so the watchdog finds it when that wait ends and waits on for it. Waking it cost
+    /// every run's start a system call, and put a third thread on the two cores while the run
+    /// began.
     pub(crate) fn arm(&self, run: Arc<RunControl>) {
         let (lock, cv) = &*self.shared;
-        lock.lock().unwrap_or_else(|e| e.into_inner()).run = Some(run);
-        // After the unlock, so the woken watchdog does not wait for the lock on its way in.
-        cv.notify_one();
+        let looks_in_time = {
+            let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let in_time = matches!(
+                (watched.wakes_at, run.deadline()),
+                (Some(wakes), Some(deadline)) if wakes <= deadline
+            );
+            watched.run = Some(run);
+            in_time
+        };
+        if !looks_in_time {
+            // After the unlock, so the woken watchdog does not wait for the lock on its way in.
+            cv.notify_one();
+        }
     }
 
     /// Stop watching the run. The watchdog is not woken: it finds the run gone when its timed
@@ -271,10 +298,12 @@ fn watch(shared: &(Mutex<Watched>, Condvar), mut on_stuck: Option<OnStuck>) {
     let (lock, cv) = shared;
     let mut watched = lock.lock().unwrap_or_else(|e| e.into_inner());
     loop {
+        watched.looks += 1;
         if watched.shutdown {
             return;
         }
         let Some(run) = watched.run.clone() else {
+            watched.wakes_at = None;
             watched = cv.wait(watched).unwrap_or_else(|e| e.into_inner());
             continue;
         };
@@ -297,6 +326,7 @@ fn watch(shared: &(Mutex<Watched>, Condvar), mut on_stuck: Option<OnStuck>) {
             }
         };
         drop(run);
+        watched.wakes_at = Some(Instant::now() + wait);
         watched = cv
             .wait_timeout(watched, wait)
             .unwrap_or_else(|e| e.into_inner())
@@ -367,5 +397,69 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(next.stop_reason(), Some(StopReason::Deadline));
+    }
+
+    /// Arms a run with `deadline` and returns it with the watchdog's looks until then.
+    fn arm_and_count(
+        watchdog: &Watchdog,
+        runtime: &mut JsRuntime,
+        deadline: Duration,
+    ) -> (Arc<RunControl>, u64) {
+        let run = RunControl::new(runtime.v8_isolate().thread_safe_handle(), deadline);
+        let looks = watchdog.shared.0.lock().unwrap().looks;
+        watchdog.arm(Arc::clone(&run));
+        (run, looks)
+    }
+
+    fn looks(watchdog: &Watchdog) -> u64 {
+        watchdog.shared.0.lock().unwrap().looks
+    }
+
+    fn stopped_within(run: &RunControl, limit: Duration) -> bool {
+        let started = Instant::now();
+        while run.stop_reason().is_none() && started.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        run.stop_reason() == Some(StopReason::Deadline)
+    }
+
+    #[test]
+    fn a_run_due_after_the_watchdogs_wait_ends_is_armed_without_waking_it_and_still_stopped() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        let watchdog = Watchdog::spawn("watchdog-test".into(), None).unwrap();
+        let (first, _) = arm_and_count(&watchdog, &mut runtime, Duration::from_millis(300));
+        // The watchdog waits on the first run's deadline.
+        std::thread::sleep(Duration::from_millis(30));
+        watchdog.disarm();
+        drop(first);
+        let armed = Instant::now();
+        let (second, before) = arm_and_count(&watchdog, &mut runtime, Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            looks(&watchdog),
+            before,
+            "arming a later deadline woke the watchdog"
+        );
+        // Its wait for the first deadline ends, it finds the second run and stops it on time.
+        assert!(stopped_within(&second, Duration::from_secs(5)));
+        assert!(
+            armed.elapsed() >= Duration::from_millis(400),
+            "stopped before its deadline"
+        );
+    }
+
+    #[test]
+    fn a_run_due_before_the_watchdogs_wait_ends_wakes_it() {
+        let mut runtime = JsRuntime::new(RuntimeOptions::default());
+        let watchdog = Watchdog::spawn("watchdog-test".into(), None).unwrap();
+        let (first, _) = arm_and_count(&watchdog, &mut runtime, Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(30));
+        watchdog.disarm();
+        drop(first);
+        let (second, before) = arm_and_count(&watchdog, &mut runtime, Duration::from_millis(40));
+        let armed = Instant::now();
+        assert!(stopped_within(&second, Duration::from_secs(5)));
+        assert!(looks(&watchdog) > before);
+        assert!(armed.elapsed() < Duration::from_secs(5));
     }
 }
