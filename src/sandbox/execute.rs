@@ -75,9 +75,9 @@ pub(crate) async fn execute(
     );
     // The script only compiles the program and queues its start (see `entry` in 98_run.js), so
     // every line of it runs with the heap guarded.
-    let loop_result = match engine.runtime.execute_script(PROGRAM_NAME, script) {
-        Err(error) => Err(error.exception_message.clone()),
-        Ok(_) => {
+    let loop_result = match start(engine, &script) {
+        Err(message) => Err(message),
+        Ok(()) => {
             engine.guard_heap(Arc::clone(&control));
             drive(engine, &control).await
         }
@@ -175,6 +175,60 @@ pub(crate) async fn execute(
     outcome.stats.wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     outcome.stats.bytes_returned = render(&outcome, limits.output_bytes).len() as u64;
     outcome
+}
+
+/// Compiles the run's script as a function's body, named [`PROGRAM_NAME`], and calls it.
+///
+/// Not `execute_script`: the engine facade parses a script twice (once when it is compiled, to
+/// report syntax errors then, as V8 does, and again when it runs), and on the run reads the
+/// facade's bytecode cache on disk and writes each new program there (one file per program,
+/// never pruned, unless the process set `V82JSC_NO_BC_CACHE`). A function is parsed once, and
+/// the facade reports its lines as a script's, from its first line.
+fn start(engine: &mut Engine, script: &str) -> Result<(), String> {
+    let runtime = &mut engine.runtime;
+    deno_core::scope!(scope, runtime);
+    let (Some(source), Some(name)) = (
+        v8::String::new(scope, script),
+        v8::String::new(scope, PROGRAM_NAME),
+    ) else {
+        return Err("the program does not fit in the engine's strings".to_string());
+    };
+    let origin = v8::ScriptOrigin::new(
+        scope,
+        name.into(),
+        0,
+        0,
+        false,
+        0,
+        None,
+        false,
+        false,
+        false,
+        None,
+    );
+    v8::tc_scope!(let scope, scope);
+    let mut source = v8::script_compiler::Source::new(source, Some(&origin));
+    let called = v8::script_compiler::compile_function(
+        scope,
+        &mut source,
+        &[],
+        &[],
+        v8::script_compiler::CompileOptions::NoCompileOptions,
+        v8::script_compiler::NoCacheReason::NoReason,
+    )
+    .and_then(|function| {
+        let undefined = v8::undefined(scope).into();
+        function.call(scope, undefined, &[])
+    });
+    if called.is_some() {
+        return Ok(());
+    }
+    Err(match scope.exception() {
+        Some(exception) => deno_core::error::JsError::from_v8_exception(scope, exception)
+            .exception_message
+            .clone(),
+        None => "the program could not be started".to_string(),
+    })
 }
 
 /// Poll the event loop until the program reported its end, the loop ran dry, or the watchdog

@@ -57,6 +57,20 @@ async fn syntax_errors_point_at_the_model_line() {
 }
 
 #[tokio::test]
+async fn a_program_the_engine_refuses_to_compile_fails_with_its_syntax_error() {
+    // The TypeScript front end lets a nested label of the same name through; the engine does
+    // not, so the run fails when the engine compiles it, before anything of it runs.
+    let outcome = run("console.log('never');\nouter: { outer: { } }\nreturn 1;").await;
+    let (name, message) = error_of(&outcome);
+    assert_eq!(name, "Error");
+    assert!(
+        message.contains("SyntaxError") && message.contains("duplicate label"),
+        "{message}"
+    );
+    assert!(logs(&outcome).is_empty(), "{}", outcome.to_json());
+}
+
+#[tokio::test]
 async fn non_error_throws_are_structured() {
     assert_eq!(
         error_of(&run("throw null").await),
