@@ -475,7 +475,11 @@ mod tests {
         armed(&tick, Duration::ZERO, Duration::from_millis(10));
         let woken = Instant::now();
         tick.woken();
-        assert!(woken.elapsed() < Duration::from_millis(5), "{:?}", woken.elapsed());
+        assert!(
+            woken.elapsed() < Duration::from_millis(5),
+            "{:?}",
+            woken.elapsed()
+        );
     }
 
     #[test]
