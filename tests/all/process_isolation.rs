@@ -76,6 +76,37 @@ async fn wait_for_workers(program: &Path, count: usize) -> Vec<u32> {
     }
 }
 
+/// A tool call of a process-isolated run runs on the host's runtime of worker processes, whose
+/// timers a tick aligner keeps precise and on their ticks (`tick.rs`): Linux then wakes its
+/// timed waits when due, not up to 50 µs later (the default timer slack), and W3 in worker
+/// processes ends 1.3 ms sooner. The slack says which runtime the call ran on.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_of_a_process_isolated_run_runs_on_the_hosts_precise_runtime() {
+    let tool = ToolDefinition::builder("slack")
+        .description("the timer slack of the thread the call runs on, in nanoseconds")
+        .execute(|_args: Value, _exec| async move {
+            // SAFETY: PR_GET_TIMERSLACK takes no argument and reads this thread's own slack.
+            let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+            Ok(json!({ "slack": slack, "thread": std::thread::current().name() }))
+        })
+        .build()
+        .unwrap();
+    let harness = Harness::builder()
+        .sandbox(process_sandbox().clone())
+        .build(registry([tool]))
+        .unwrap();
+    let outcome = harness
+        .run("const a = await tools.slack({}); await new Promise((r) => setTimeout(r, 5)); return [a, await tools.slack({})];")
+        .await
+        .unwrap();
+    let value = outcome
+        .value_json()
+        .unwrap_or_else(|| panic!("{}", outcome.to_json()));
+    let on_the_hosts_runtime = json!({ "slack": 1, "thread": "codemode-worker-processes" });
+    assert_eq!(value, json!([on_the_hosts_runtime, on_the_hosts_runtime]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_runs_in_a_worker_process_and_its_calls_reach_the_host_pipeline() {
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();

@@ -23,6 +23,7 @@ use super::harden::WorkerReport;
 use crate::call::{CallError, ErrorKind, Limits, TrackWaves};
 use crate::sandbox::engine;
 use crate::sandbox::host::{DeadlinePause, RunTools, ToolRequest};
+use crate::sandbox::tick::TickAligner;
 use crate::sandbox::watchdog::STUCK_GRACE;
 use crate::sandbox::{RunError, RunOutcome, RunStatus, new_run_id};
 
@@ -114,9 +115,11 @@ impl ProcessPool {
         setup: WorkerSetup,
         config: ProcessConfig,
     ) -> std::io::Result<ProcessPool> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        // The tool calls of the workers' runs run on this runtime, their timers too (a tool's
+        // sleep, the pipeline's timeouts): kept on their ticks as an engine thread's are, a
+        // batch of them ends up to a millisecond sooner (`tick.rs`).
+        let aligner = TickAligner::start()?;
+        let (built, runtime_built) = std::sync::mpsc::channel::<std::io::Result<()>>();
         let (jobs, receiver) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicUsize::new(0));
         let base = workers.max(1);
@@ -137,6 +140,18 @@ impl ProcessPool {
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
             .spawn(move || {
+                // Built on this thread: the aligner makes the timed waits of the thread that
+                // builds the runtime precise.
+                let runtime = match aligner.runtime() {
+                    Ok(runtime) => {
+                        let _ = built.send(Ok(()));
+                        runtime
+                    }
+                    Err(e) => {
+                        let _ = built.send(Err(e));
+                        return;
+                    }
+                };
                 // Workers started before it is made build their isolates from the glue (they
                 // make none of their own) and are replaced after a run once it is (see `slot`).
                 engine::make_snapshot_in_background();
@@ -151,6 +166,11 @@ impl ProcessPool {
                     }
                 });
             })?;
+        runtime_built.recv().unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the worker-process manager thread ended before its runtime was built",
+            ))
+        })?;
         Ok(ProcessPool {
             jobs: Some(jobs),
             manager: Some(manager),
