@@ -147,7 +147,12 @@ impl TickAligner {
         let building = Instant::now();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .on_thread_park(move || on_thread_park.parking())
+            .on_thread_park(move || {
+                // In a worker process, calls awaiting the host's answer are waited on awake for
+                // a moment first (a no-op elsewhere).
+                crate::sandbox::process::answer_wait::before_park();
+                on_thread_park.parking();
+            })
             .build()?;
         let _ = tick.origin.set(tick_zero(&runtime, building));
         // Polled only while the worker drives a run (`block_on`), which is when it parks.

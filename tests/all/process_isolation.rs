@@ -571,3 +571,61 @@ async fn runs_waiting_on_approvals_or_tools_do_not_keep_other_runs_from_starting
         );
     }
 }
+
+/// CPU time (user + system) of a process so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name: state is the first, utime the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a system constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// A worker's engine thread waits for the host's answer awake for a moment before it parks
+/// (`answer_wait.rs`): a moment, not the whole call. A run that waits 800 ms on two slow calls
+/// costs its worker a few milliseconds of CPU, not the 800 ms a wait spent spinning would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_waiting_on_a_slow_call_does_not_spin_through_it() {
+    let under_test = watched(1, |_| {});
+    let slow = ToolDefinition::builder("slow")
+        .description("answers after 400 ms")
+        .execute(|_args: Value, _exec| async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            Ok(json!(1))
+        })
+        .build()
+        .unwrap();
+    let harness = Harness::builder()
+        .sandbox(under_test.sandbox.clone())
+        .build(registry([slow]))
+        .unwrap();
+    let pids = wait_for_workers(&under_test.program, 1).await;
+    assert_eq!(pids.len(), 1, "one worker process: {pids:?}");
+    // Its first isolate built, so that only the run is measured.
+    while under_test.sandbox.warm_workers() < 1 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = cpu_time(pids[0]);
+    let outcome = harness
+        .run("return (await tools.slow({})) + (await tools.slow({}))")
+        .await
+        .unwrap();
+    let spent = cpu_time(pids[0]) - before;
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!(2)),
+        "{}",
+        outcome.to_json()
+    );
+    assert!(
+        spent < Duration::from_millis(250),
+        "the worker spent {spent:?} of CPU in a run that waited 800 ms"
+    );
+}

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use super::answer_wait;
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
 use crate::call::{CallError, ErrorKind, Extensions, Limits, TrackWaves};
 use crate::sandbox::{
@@ -171,7 +172,11 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
             ToWorker::Reply { id, result } => {
                 let entry = lock(&waiting).remove(&id);
                 if let Some((reply, _)) = entry {
-                    let _ = reply.send(result);
+                    answer_wait::CALLS.handing_over();
+                    if reply.send(result).is_err() {
+                        // The call had gone (its run ended): nothing for it to take.
+                        answer_wait::CALLS.taken();
+                    }
                 }
             }
             ToWorker::Pause { id } => {
@@ -248,6 +253,8 @@ impl ToolHost for RelayHost {
     fn call(&self, request: ToolRequest) -> BoxFuture<'static, Answer> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
+        // Counted before the call is sent, whose answer may come back at once.
+        let mut awaited = AwaitedAnswer::new(answer);
         lock(&self.waiting).insert(id, (reply, request.deadline.clone()));
         self.out.send(&FromWorker::Call {
             id,
@@ -267,13 +274,40 @@ impl ToolHost for RelayHost {
             });
         }
         Box::pin(async move {
-            answer.await.unwrap_or_else(|_| {
+            let answer = (&mut awaited.answer).await;
+            if answer.is_ok() {
+                answer_wait::CALLS.taken();
+            }
+            answer.unwrap_or_else(|_| {
                 Err(CallError::new(
                     ErrorKind::Cancelled,
                     "the host stopped answering",
                 ))
             })
         })
+    }
+}
+
+/// A call's wait for its answer, counted in [`answer_wait::CALLS`] from the call's send until
+/// its future ends, however it ends.
+struct AwaitedAnswer {
+    answer: oneshot::Receiver<Answer>,
+}
+
+impl AwaitedAnswer {
+    fn new(answer: oneshot::Receiver<Answer>) -> AwaitedAnswer {
+        answer_wait::CALLS.call_sent();
+        AwaitedAnswer { answer }
+    }
+}
+
+impl Drop for AwaitedAnswer {
+    fn drop(&mut self) {
+        // An answer handed over to a call that went before taking it.
+        if self.answer.try_recv().is_ok() {
+            answer_wait::CALLS.taken();
+        }
+        answer_wait::CALLS.call_done();
     }
 }
 

@@ -5,6 +5,7 @@
 //! [`ProcessConfig::rss_ceiling_bytes`], which also bounds what the engine leaks per isolate
 //! (see docs/LIFECYCLE.md).
 
+pub(crate) mod answer_wait;
 mod child;
 mod clock;
 mod frame;
