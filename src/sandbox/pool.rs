@@ -172,7 +172,12 @@ impl Worker {
     }
 
     fn run(self) {
-        let runtime = match self.aligner.runtime() {
+        // In a worker process, calls awaiting the host's answer are waited on awake for a moment
+        // before a park (a no-op elsewhere).
+        let runtime = match self
+            .aligner
+            .runtime(super::process::answer_wait::before_park)
+        {
             Ok(runtime) => runtime,
             Err(e) => {
                 return fail_all(

@@ -125,12 +125,20 @@ impl TickAligner {
     }
 
     /// A current-thread runtime (all drivers) whose parks this aligner keeps in phase, for the
-    /// calling thread, whose timed waits are made precise too.
-    pub(crate) fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
-        self.runtime_and_tick().map(|(runtime, _)| runtime)
+    /// calling thread, whose timed waits are made precise too. `before_park` runs first at every
+    /// park (see `process::answer_wait` and `process::call_watch`).
+    pub(crate) fn runtime(
+        &self,
+        before_park: impl Fn() + Send + Sync + 'static,
+    ) -> std::io::Result<tokio::runtime::Runtime> {
+        self.runtime_and_tick(before_park)
+            .map(|(runtime, _)| runtime)
     }
 
-    fn runtime_and_tick(&self) -> std::io::Result<(tokio::runtime::Runtime, Arc<WorkerTick>)> {
+    fn runtime_and_tick(
+        &self,
+        before_park: impl Fn() + Send + Sync + 'static,
+    ) -> std::io::Result<(tokio::runtime::Runtime, Arc<WorkerTick>)> {
         precise_timers();
         let tick = Arc::new(WorkerTick {
             origin: OnceLock::new(),
@@ -148,9 +156,7 @@ impl TickAligner {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .on_thread_park(move || {
-                // In a worker process, calls awaiting the host's answer are waited on awake for
-                // a moment first (a no-op elsewhere).
-                crate::sandbox::process::answer_wait::before_park();
+                before_park();
                 on_thread_park.parking();
             })
             .build()?;
@@ -366,7 +372,7 @@ mod tests {
     #[test]
     fn a_runtime_parked_off_its_tick_is_woken_at_the_next_one_a_bounded_number_of_times() {
         let aligner = TickAligner::start().unwrap();
-        let (runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let (runtime, tick) = aligner.runtime_and_tick(|| {}).unwrap();
         let origin = *tick.origin.get().unwrap();
         // Start the wait well off the tick, so its park asks for an aligned wake.
         while !(300..600).contains(&(origin.elapsed().as_micros() % 1000)) {
@@ -384,7 +390,7 @@ mod tests {
     /// before our tick 5 had fired at it, and whether one due 5 µs after it had (`None` when the
     /// thread was preempted past tick 6, which proves nothing).
     fn timers_at_tick_5(aligner: &TickAligner) -> (bool, Option<bool>) {
-        let (runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let (runtime, tick) = aligner.runtime_and_tick(|| {}).unwrap();
         let origin = *tick.origin.get().unwrap();
         let at = |micros: u64| origin + Duration::from_micros(micros);
         runtime.block_on(async {
@@ -471,7 +477,7 @@ mod tests {
     #[test]
     fn an_aligned_wake_that_comes_before_its_tick_waits_for_it() {
         let aligner = TickAligner::start().unwrap();
-        let (_runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let (_runtime, tick) = aligner.runtime_and_tick(|| {}).unwrap();
         let let_go = armed(&tick, Duration::ZERO, Duration::from_micros(120));
         tick.woken();
         assert!(Instant::now() >= let_go);
@@ -482,7 +488,7 @@ mod tests {
     #[test]
     fn an_aligned_wake_never_spins_longer_than_a_lead() {
         let aligner = TickAligner::start().unwrap();
-        let (_runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let (_runtime, tick) = aligner.runtime_and_tick(|| {}).unwrap();
         // A tick 10 ms away (no arming asks for that; a stale wake could hold it).
         armed(&tick, Duration::ZERO, Duration::from_millis(10));
         let woken = Instant::now();
@@ -497,7 +503,7 @@ mod tests {
     #[test]
     fn the_lead_follows_how_late_wakes_come_within_its_cap() {
         let aligner = TickAligner::start().unwrap();
-        let (_runtime, tick) = aligner.runtime_and_tick().unwrap();
+        let (_runtime, tick) = aligner.runtime_and_tick(|| {}).unwrap();
         let lead = || Duration::from_nanos(tick.lead.load(Ordering::Relaxed));
         assert_eq!(lead(), FIRST_LEAD);
         // Wakes that come 120 µs late draw the lead towards 120 µs.

@@ -6,6 +6,7 @@
 //! (see docs/LIFECYCLE.md).
 
 pub(crate) mod answer_wait;
+mod call_watch;
 mod child;
 mod clock;
 mod frame;

@@ -4,6 +4,7 @@
 //! as an in-process run would and sends the answer back.
 
 use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::ProcessConfig;
+use super::call_watch::{self, CallWatch};
 use super::child::WORKER_ARG;
 use super::clock::{RemoteClock, RunClock};
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
@@ -75,6 +77,8 @@ struct Shared {
     starting: AtomicUsize,
     /// Slots whose run only waits, on tool calls or an approver.
     waiting: AtomicUsize,
+    /// The pipes of running workers, watched awake for a moment after an answer.
+    call_watch: Arc<CallWatch>,
 }
 
 impl Shared {
@@ -120,6 +124,7 @@ impl ProcessPool {
         // batch of them ends up to a millisecond sooner (`tick.rs`).
         let aligner = TickAligner::start()?;
         let (built, runtime_built) = std::sync::mpsc::channel::<std::io::Result<()>>();
+        let call_watch = Arc::new(CallWatch::default());
         let (jobs, receiver) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicUsize::new(0));
         let base = workers.max(1);
@@ -135,6 +140,7 @@ impl ProcessPool {
             idle: AtomicUsize::new(0),
             starting: AtomicUsize::new(base),
             waiting: AtomicUsize::new(0),
+            call_watch: Arc::clone(&call_watch),
         });
         let managed = Arc::clone(&shared);
         let manager = std::thread::Builder::new()
@@ -142,7 +148,11 @@ impl ProcessPool {
             .spawn(move || {
                 // Built on this thread: the aligner makes the timed waits of the thread that
                 // builds the runtime precise.
-                let runtime = match aligner.runtime() {
+                // After an answer, the next call is watched for awake (`call_watch.rs`).
+                let before_park = move || {
+                    let _ = call_watch.before_park(call_watch::SPIN_CAP);
+                };
+                let runtime = match aligner.runtime(before_park) {
                     Ok(runtime) => {
                         let _ = built.send(Ok(()));
                         runtime
@@ -319,6 +329,8 @@ struct WorkerProcess {
     from: mpsc::UnboundedReceiver<Result<FromWorker, FrameError>>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     stderr_done: Option<oneshot::Receiver<()>>,
+    /// Its stdout, where its calls come from (read by the task; watched during runs).
+    stdout_fd: RawFd,
     runs: usize,
     /// Whether it was given the host's startup snapshot.
     host_snapshot: bool,
@@ -359,6 +371,7 @@ impl WorkerProcess {
                 }
             }
         });
+        let stdout_fd = stdout.as_raw_fd();
         let from = read_frames(stdout);
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_done = keep_tail(stderr, Arc::clone(&tail));
@@ -368,6 +381,7 @@ impl WorkerProcess {
             from,
             stderr: tail,
             stderr_done: Some(stderr_done),
+            stdout_fd,
             runs: 0,
             host_snapshot: snapshot.is_some(),
             confinement: WorkerReport::default(),
@@ -431,6 +445,7 @@ impl WorkerProcess {
         };
         self.runs += 1;
         let run = self.runs as u64;
+        let _watching = shared.call_watch.watch(self.stdout_fd);
         let deadline = limits.deadline;
         self.send(&ToWorker::Run {
             run,
@@ -480,9 +495,11 @@ impl WorkerProcess {
                         };
                         let call = tools.host.call(request);
                         let waiting = in_flight.started();
+                        let watch = Arc::clone(&shared.call_watch);
                         tokio::spawn(async move {
                             let result = call.await;
                             let _ = answer.send(frame::encode(&ToWorker::Reply { id, result }));
+                            watch.answered();
                             drop(waiting);
                         });
                     }
