@@ -589,16 +589,26 @@ fn cpu_time(pid: u32) -> Duration {
 }
 
 /// A worker's engine thread waits for the host's answer awake for a moment before it parks
-/// (`answer_wait.rs`): a moment, not the whole call. A run that waits 800 ms on two slow calls
-/// costs its worker a few milliseconds of CPU, not the 800 ms a wait spent spinning would.
+/// (`answer_wait.rs`): a moment, not the whole call. Two slow calls, 800 ms of waiting, cost the
+/// worker a few milliseconds of CPU between the first's start and the second's end (read by the
+/// tool while the run is on), not the 800 ms a wait spent spinning would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_waiting_on_a_slow_call_does_not_spin_through_it() {
     let under_test = watched(1, |_| {});
+    let worker: Arc<std::sync::OnceLock<u32>> = Arc::default();
+    let readings: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let (pid, read) = (Arc::clone(&worker), Arc::clone(&readings));
     let slow = ToolDefinition::builder("slow")
         .description("answers after 400 ms")
-        .execute(|_args: Value, _exec| async move {
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            Ok(json!(1))
+        .execute(move |_args: Value, _exec| {
+            let (pid, read) = (Arc::clone(&pid), Arc::clone(&read));
+            async move {
+                let pid = *pid.get().expect("the worker is known before the run");
+                read.lock().unwrap().push(cpu_time(pid));
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                read.lock().unwrap().push(cpu_time(pid));
+                Ok(json!(1))
+            }
         })
         .build()
         .unwrap();
@@ -608,22 +618,20 @@ async fn a_worker_waiting_on_a_slow_call_does_not_spin_through_it() {
         .unwrap();
     let pids = wait_for_workers(&under_test.program, 1).await;
     assert_eq!(pids.len(), 1, "one worker process: {pids:?}");
-    // Its first isolate built, so that only the run is measured.
-    while under_test.sandbox.warm_workers() < 1 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let before = cpu_time(pids[0]);
+    worker.set(pids[0]).unwrap();
     let outcome = harness
         .run("return (await tools.slow({})) + (await tools.slow({}))")
         .await
         .unwrap();
-    let spent = cpu_time(pids[0]) - before;
     assert_eq!(
         outcome.value_json(),
         Some(json!(2)),
         "{}",
         outcome.to_json()
     );
+    let readings = readings.lock().unwrap().clone();
+    assert_eq!(readings.len(), 4, "{readings:?}");
+    let spent = readings[3] - readings[0];
     assert!(
         spent < Duration::from_millis(250),
         "the worker spent {spent:?} of CPU in a run that waited 800 ms"

@@ -31,6 +31,8 @@ pub(crate) enum Look {
     NothingAnswered,
     /// A worker's pipe has something to read.
     Readable,
+    /// Other work came for the thread (a task woken from another thread): it goes to it.
+    OtherWork,
     /// Nothing came within the cap.
     GaveUp,
 }
@@ -50,8 +52,10 @@ impl CallWatch {
         self.answered.store(true, Ordering::SeqCst);
     }
 
-    /// Runs just before the thread parks (see the module docs).
-    pub(crate) fn before_park(&self, cap: Duration) -> Look {
+    /// Runs just before the thread parks (see the module docs). `other_work` says whether a task
+    /// was woken for the thread meanwhile, which ends the watch: the thread serves every worker
+    /// and the calls of all their runs, not just the one it answered.
+    pub(crate) fn before_park(&self, cap: Duration, other_work: impl Fn() -> bool) -> Look {
         if !self.answered.swap(false, Ordering::SeqCst) {
             return Look::NothingAnswered;
         }
@@ -74,6 +78,9 @@ impl CallWatch {
             if ready != 0 {
                 // Something to read, or an error the park will report through the pipe's reader.
                 return Look::Readable;
+            }
+            if other_work() {
+                return Look::OtherWork;
             }
             if started.elapsed() >= cap {
                 return Look::GaveUp;
@@ -129,11 +136,11 @@ mod tests {
         let watch = Arc::new(CallWatch::default());
         let (read, _write) = pipe();
         let _watching = watch.watch(read.as_raw_fd());
-        assert_eq!(watch.before_park(LONG), Look::NothingAnswered);
+        assert_eq!(watch.before_park(LONG, || false), Look::NothingAnswered);
         // An answer with no pipe under watch: nothing to wait for either.
         let idle = CallWatch::default();
         idle.answered();
-        assert_eq!(idle.before_park(LONG), Look::NothingAnswered);
+        assert_eq!(idle.before_park(LONG, || false), Look::NothingAnswered);
     }
 
     #[test]
@@ -147,10 +154,10 @@ mod tests {
             write.write_all(b"call").unwrap();
             write
         });
-        assert_eq!(watch.before_park(LONG), Look::Readable);
+        assert_eq!(watch.before_park(LONG, || false), Look::Readable);
         drop(writer.join().unwrap());
         // One look per answer.
-        assert_eq!(watch.before_park(LONG), Look::NothingAnswered);
+        assert_eq!(watch.before_park(LONG, || false), Look::NothingAnswered);
     }
 
     #[test]
@@ -165,7 +172,25 @@ mod tests {
         other_write.write_all(b"late").unwrap();
         watch.answered();
         let started = Instant::now();
-        assert_eq!(watch.before_park(Duration::from_millis(2)), Look::GaveUp);
+        assert_eq!(
+            watch.before_park(Duration::from_millis(2), || false),
+            Look::GaveUp
+        );
         assert!(started.elapsed() >= Duration::from_millis(2));
+    }
+
+    #[test]
+    fn other_work_for_the_thread_ends_the_watch() {
+        let watch = Arc::new(CallWatch::default());
+        let (read, _write) = pipe();
+        let _watching = watch.watch(read.as_raw_fd());
+        watch.answered();
+        let looks = std::cell::Cell::new(0);
+        let other_work = || {
+            looks.set(looks.get() + 1);
+            looks.get() == 3
+        };
+        assert_eq!(watch.before_park(LONG, other_work), Look::OtherWork);
+        assert_eq!(looks.get(), 3);
     }
 }

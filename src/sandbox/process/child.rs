@@ -303,6 +303,9 @@ impl AwaitedAnswer {
 
 impl Drop for AwaitedAnswer {
     fn drop(&mut self) {
+        // Closed first: an answer sent before is still there to take (and counted here), one
+        // sent after fails, and the sender counts it as taken itself.
+        self.answer.close();
         // An answer handed over to a call that went before taking it.
         if self.answer.try_recv().is_ok() {
             answer_wait::CALLS.taken();

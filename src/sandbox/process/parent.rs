@@ -124,7 +124,6 @@ impl ProcessPool {
         // batch of them ends up to a millisecond sooner (`tick.rs`).
         let aligner = TickAligner::start()?;
         let (built, runtime_built) = std::sync::mpsc::channel::<std::io::Result<()>>();
-        let call_watch = Arc::new(CallWatch::default());
         let (jobs, receiver) = mpsc::unbounded_channel();
         let ready = Arc::new(AtomicUsize::new(0));
         let base = workers.max(1);
@@ -140,18 +139,25 @@ impl ProcessPool {
             idle: AtomicUsize::new(0),
             starting: AtomicUsize::new(base),
             waiting: AtomicUsize::new(0),
-            call_watch: Arc::clone(&call_watch),
+            call_watch: Arc::default(),
         });
         let managed = Arc::clone(&shared);
         let manager = std::thread::Builder::new()
             .name("codemode-worker-processes".into())
             .spawn(move || {
+                // After an answer, the next call is watched for awake (`call_watch.rs`), unless
+                // a task is woken for this thread meanwhile.
+                let own = Arc::clone(&managed);
+                let before_park = move || {
+                    let other_work = || {
+                        own.handle
+                            .get()
+                            .is_some_and(|h| h.metrics().global_queue_depth() > 0)
+                    };
+                    let _ = own.call_watch.before_park(call_watch::SPIN_CAP, other_work);
+                };
                 // Built on this thread: the aligner makes the timed waits of the thread that
                 // builds the runtime precise.
-                // After an answer, the next call is watched for awake (`call_watch.rs`).
-                let before_park = move || {
-                    let _ = call_watch.before_park(call_watch::SPIN_CAP);
-                };
                 let runtime = match aligner.runtime(before_park) {
                     Ok(runtime) => {
                         let _ = built.send(Ok(()));
@@ -445,7 +451,8 @@ impl WorkerProcess {
         };
         self.runs += 1;
         let run = self.runs as u64;
-        let _watching = shared.call_watch.watch(self.stdout_fd);
+        // Until the run ends, or its worker is found gone (its pipe is then closed).
+        let watching = shared.call_watch.watch(self.stdout_fd);
         let deadline = limits.deadline;
         self.send(&ToWorker::Run {
             run,
@@ -515,11 +522,13 @@ impl WorkerProcess {
                     // A late notice of the previous run's warm isolate: nothing to do mid-run.
                     Some(Ok(FromWorker::Ready(_) | FromWorker::Warm)) => {}
                     Some(Err(e)) if !matches!(e, FrameError::Closed) => {
+                        drop(watching);
                         let outcome = self.crashed(Some(e)).await;
                         let _ = reply.send(outcome);
                         return false;
                     }
                     Some(Err(_)) | None => {
+                        drop(watching);
                         let outcome = self.crashed(None).await;
                         let _ = reply.send(outcome);
                         return false;
