@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::lock;
+
 /// The longest the thread watches awake after an answer: about two wake-ups' worth.
 pub(crate) const SPIN_CAP: Duration = Duration::from_micros(100);
 
@@ -103,10 +105,6 @@ impl Drop for Watching {
             pipes.swap_remove(at);
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use super::answer_wait;
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
+use super::{answer_wait, lock};
 use crate::call::{CallError, ErrorKind, Extensions, Limits, TrackWaves};
 use crate::sandbox::{
     DeadlinePause, Isolation, Reply, RunLink, RunOptions, Sandbox, SandboxConfig, ToolHost,
@@ -229,10 +229,6 @@ fn sandbox_config(setup: &WorkerSetup) -> SandboxConfig {
 /// Calls of this worker waiting for the host's answer, by id.
 type Waiting = Arc<Mutex<HashMap<u64, (oneshot::Sender<Answer>, DeadlinePause)>>>;
 type Answer = Result<ToolReply, CallError>;
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The run's tools as the worker sees them: each call is a frame to the host.
 struct RelayHost {

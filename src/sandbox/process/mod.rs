@@ -23,6 +23,12 @@ pub(crate) use parent::{ProcessJob, ProcessPool};
 
 use crate::call::MIB;
 
+/// A mutex's guard, also after a thread panicked holding it: the worker's tables of calls and
+/// the host's watched pipes stay usable.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Where programs run: on engine threads of this process, or in worker processes.
 #[derive(Debug, Clone, Default)]
 pub enum Isolation {
