@@ -57,6 +57,12 @@ pub(super) async fn plan_of(code: &str, limits: &Limits) -> (Arc<ProgramPlan>, O
     }
 }
 
+/// Whether the analysis shows the program calls no tool: it read the program, found no tool
+/// named and no access it cannot follow.
+pub(super) fn calls_no_tools(plan: &ProgramPlan, unplanned: Option<&str>) -> bool {
+    unplanned.is_none() && plan.calls.is_empty() && !plan.may_call_any()
+}
+
 /// The run's context for admission.
 pub(super) struct Candidate<'a> {
     pub(super) code: &'a str,
@@ -218,7 +224,32 @@ fn sha256_hex(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::sha256_hex;
+    use super::{calls_no_tools, plan_of, sha256_hex};
+    use crate::call::Limits;
+
+    fn verdict(code: &str) -> bool {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (plan, unplanned) = runtime.block_on(plan_of(code, &Limits::default()));
+        calls_no_tools(&plan, unplanned.as_deref())
+    }
+
+    #[test]
+    fn only_a_program_seen_to_name_no_tool_calls_no_tools() {
+        assert!(verdict("return 1 + 1"));
+        assert!(verdict("const xs = [3, 1, 2]; return xs.sort()"));
+        assert!(!verdict("return await tools.echo({ x: 1 })"));
+        assert!(
+            !verdict("const f = tools.fs.read; return f"),
+            "a reference may be called"
+        );
+        assert!(
+            !verdict("const name = 'echo'; return tools[name]({})"),
+            "not followed"
+        );
+        assert!(!verdict("return 1 +"), "not analysed");
+    }
 
     #[test]
     fn a_programs_digest_is_its_sha256_in_64_lowercase_hex_digits() {

@@ -131,6 +131,7 @@ impl CodeMode {
         let _registered =
             chosen.map(|run_id| RegisteredRun::new(&self.inner, run_id, run_cancel.clone()));
         let (plan, unplanned) = admission::plan_of(code, &self.inner.limits).await;
+        let calls_no_tools = admission::calls_no_tools(&plan, unplanned.as_deref());
         let candidate = Candidate {
             code,
             run_id: &run_id,
@@ -153,8 +154,12 @@ impl CodeMode {
         .await;
         let mut outcome = match admitted {
             Admission::Run(extensions) => {
-                self.run_admitted(code, (cancel, run_cancel), &extensions, run_id)
-                    .await
+                let options = RunOptions::new(self.inner.limits.clone())
+                    .with_cancel(run_cancel.clone())
+                    .with_extensions(extensions)
+                    .with_run_id(run_id.as_str())
+                    .calling_no_tools(calls_no_tools);
+                self.run_admitted(code, cancel, options, run_id).await
             }
             Admission::Stop(outcome) => *outcome,
         };
@@ -163,15 +168,16 @@ impl CodeMode {
         outcome
     }
 
-    /// The run itself. `cancel` is the caller's token; `run_cancel` the run's own (stopped by
-    /// [`CodeMode::stop_all`] and [`CodeMode::stop_run`], and when `cancel` is).
+    /// The run itself. `cancel` is the caller's token; the run's own is `options.cancel`
+    /// (stopped by [`CodeMode::stop_all`] and [`CodeMode::stop_run`], and when `cancel` is).
     async fn run_admitted(
         &self,
         code: &str,
-        (cancel, run_cancel): (CancellationToken, CancellationToken),
-        extensions: &Extensions,
+        cancel: CancellationToken,
+        options: RunOptions,
         run_id: RunId,
     ) -> RunOutcome {
+        let run_cancel = options.cancel.clone();
         let span = run_span(&run_id);
         let host_span = RunSpan::new(span.clone());
         let pipeline = &self.inner.pipeline;
@@ -181,11 +187,7 @@ impl CodeMode {
             paths: self.inner.paths.clone(),
             run_span: host_span.clone(),
         };
-        let options = RunOptions::new(self.inner.limits.clone())
-            .with_cancel(run_cancel.clone())
-            .with_tools(Arc::new(host))
-            .with_extensions(extensions.clone())
-            .with_run_id(run_id.as_str());
+        let options = options.with_tools(Arc::new(host));
         let run = self
             .inner
             .sandbox

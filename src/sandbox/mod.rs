@@ -20,6 +20,7 @@
 //! Dropping the future returned by [`Sandbox::run_with`], or cancelling its token, stops the
 //! isolate (status `cancelled`).
 
+mod awake_reply;
 mod capped;
 mod console;
 mod engine;
@@ -51,6 +52,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{Extensions, RunId};
+use awake_reply::Waited;
 
 pub use crate::call::{DynamicAccess, DynamicKind, PlannedCall, ProgramPlan};
 pub use crate::call::{Limits, MIB};
@@ -115,6 +117,11 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// Handed on to every tool call of the run ([`ToolRequest::extensions`]).
     pub extensions: Extensions,
+    /// The program is known to call no tool (its static plan names none and finds no access it
+    /// cannot follow). Such a run is usually short, so its caller waits for the outcome awake
+    /// while a core is spare (`awake_reply.rs`); a run that calls tools waits on them, for as
+    /// long as they take. A run without `tools` calls none whatever this says.
+    pub calls_no_tools: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -124,6 +131,7 @@ impl std::fmt::Debug for RunOptions {
             .field("tools", &self.tools.as_ref().map(|t| t.paths()))
             .field("run_id", &self.run_id)
             .field("extensions", &self.extensions)
+            .field("calls_no_tools", &self.calls_no_tools)
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +146,7 @@ impl RunOptions {
             tools: None,
             run_id: None,
             extensions: Extensions::new(),
+            calls_no_tools: false,
         }
     }
 
@@ -162,6 +171,12 @@ impl RunOptions {
     /// Data to hand on to every tool call of the run.
     pub fn with_extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
+        self
+    }
+
+    /// Mark the program as calling no tool ([`RunOptions::calls_no_tools`]).
+    pub fn calling_no_tools(mut self, calls_no_tools: bool) -> Self {
+        self.calls_no_tools = calls_no_tools;
         self
     }
 }
@@ -262,7 +277,9 @@ impl Sandbox {
             tools,
             run_id,
             extensions,
+            calls_no_tools,
         } = options;
+        let short = calls_no_tools || tools.is_none();
         let tools = tools.map(|host| RunTools {
             host,
             run_id: run_id.unwrap_or_else(new_run_id),
@@ -270,7 +287,7 @@ impl Sandbox {
         });
         match &*self.backend {
             Backend::Threads(pool) => {
-                Self::run_on_thread(pool, source, limits, cancel, tools).await
+                Self::run_on_thread(pool, source, limits, (cancel, short), tools).await
             }
             Backend::Processes(pool) => {
                 Self::run_in_process(pool, source, limits, cancel, tools).await
@@ -315,11 +332,12 @@ impl Sandbox {
         })
     }
 
+    /// `short`: the run calls no tool, so its caller may wait for it awake.
     async fn run_on_thread(
         pool: &pool::Pool,
         source: &str,
         limits: Limits,
-        cancel: CancellationToken,
+        (cancel, short): (CancellationToken, bool),
         tools: Option<RunTools>,
     ) -> RunOutcome {
         let (reply_tx, reply_rx) = oneshot::channel();
@@ -330,15 +348,26 @@ impl Sandbox {
         // Dropping this future (or cancelling) stops the run, even if it has not started yet.
         let mut abandon_on_drop = AbandonOnDrop(Some(Arc::clone(&link)));
         let mut reply_rx = reply_rx;
-        let outcome = tokio::select! {
-            outcome = &mut reply_rx => outcome,
-            () = cancel.cancelled() => {
-                link.abandon();
-                (&mut reply_rx).await
-            }
+        // A run that calls no tool is waited for awake for a short run's length if a core is
+        // spare (`awake_reply.rs`), then parked.
+        let waited = if short {
+            awake_reply::outcome_awake(&mut reply_rx, &cancel).await
+        } else {
+            Waited::Park
+        };
+        let outcome = match waited {
+            Waited::Received(outcome) => Some(outcome),
+            Waited::SenderGone => None,
+            Waited::Park => tokio::select! {
+                outcome = &mut reply_rx => outcome.ok(),
+                () = cancel.cancelled() => {
+                    link.abandon();
+                    (&mut reply_rx).await.ok()
+                }
+            },
         };
         abandon_on_drop.0 = None;
-        outcome.unwrap_or_else(|_| {
+        outcome.unwrap_or_else(|| {
             pool::internal_error("the sandbox worker stopped before the run ended")
         })
     }

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::RunLink;
+use super::awake_reply::EngineBusy;
 use super::engine::Engine;
 use super::execute::execute;
 use super::heads_up::{Message, Preparing, next_job};
@@ -233,6 +234,9 @@ impl Worker {
             let Some(job) = next_job(&self.jobs, &self.preparing) else {
                 return;
             };
+            // Busy through the run and the build after it: a caller waits awake only while a
+            // core is spare (`awake_reply.rs`).
+            let _busy = EngineBusy::new();
             self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let Job {
                 program,
