@@ -16,7 +16,7 @@
 //! Each sleep ends at the millisecond tick after its deadline (tokio rounds it up; the pool's tick
 //! thread wakes the worker on that tick), so a run ends about 10.5 ms after its last call starts,
 //! plus the handling of the last results and the reply: every microsecond of issuing or handing
-//! over shows in the end (docs/PERFORMANCE.md, W3, "On the tick, with warm memory").
+//! over shows in the end (docs/PERFORMANCE-LOG.md, "On the tick, with warm memory").
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! A tool call and a run are allocation-bound: glibc's `malloc` and `free` were about 30% of a
 //! call's instructions, most of them from the engine's C code, which calls `malloc` directly. So
 //! the dependency's `override` feature replaces `malloc` itself, and this module makes the same
-//! allocator Rust's. Measured in docs/PERFORMANCE.md ("The allocator"): 15% fewer instructions
+//! allocator Rust's. Measured in docs/PERFORMANCE-LOG.md ("The allocator"): 15% fewer instructions
 //! per tool call, W4 (10,000 records) about 20% faster.
 //!
 //! One option differs from mimalloc's defaults, unless its environment variable is set:

@@ -19,7 +19,8 @@
 //! calls tools waits on them, most often for longer than the cap. And waiting awake through the
 //! first 300 µs of W3 (100 parallel calls of a 10 ms tool) made W3 0.2-0.3 ms slower in every
 //! pair measured on these VMs, with the cap at 150 µs as at 300: the caller's spin cost the engine
-//! thread issuing the calls more than the caller could gain (docs/PERFORMANCE.md).
+//! thread issuing the calls more than the caller could gain (docs/PERFORMANCE-LOG.md, "The caller
+//! waits awake").
 //!
 //! [`RunOptions::calls_no_tools`]: crate::sandbox::RunOptions::calls_no_tools
 
