@@ -9,10 +9,11 @@
 //!
 //! So after queuing its run, a caller first waits for the outcome awake: it yields to its
 //! runtime's other tasks and looks again, for up to [`AWAKE_CAP`], then parks as before. A run
-//! that ends within the cap is received at once. Only when a core is spare does a caller wait
-//! awake: the engines at work ([`EngineBusy`]) and the callers already awake must be fewer
-//! than the machine's cores, so under load, when every core has a run or a build to do, no
-//! caller spins and none takes a core from an engine. One core: never.
+//! that ends within the cap is received at once. Only while a core is spare does a caller wait
+//! awake: the runs queued for an engine thread, the engine threads at work and the callers
+//! already awake ([`CoreLoad`]) must leave it a core, when it starts and at every look after. So
+//! under load, when every core has a run or a build to do, no caller spins and none takes a core
+//! from an engine. One core: never.
 //!
 //! Only a run that calls no tool is waited for awake ([`RunOptions::calls_no_tools`], which
 //! `CodeMode` sets from the program's static plan; a run given no tools counts too). A run that
@@ -36,66 +37,86 @@ use tokio_util::sync::CancellationToken;
 /// going after it costs its caller a wake-up, as without the wait.
 pub(crate) const AWAKE_CAP: Duration = Duration::from_micros(300);
 
-/// What the process's cores are busy with, as far as the sandbox knows: its engine threads at
-/// work (a run, or the build of their next isolate) and its callers waiting awake.
+/// What the process's cores are busy with, as far as the engine threads' pools know.
+///
+/// An engine thread counts as at work from taking a job to the end of the build of its next
+/// isolate, including while its run waits on a tool (which needs no core: the count errs towards
+/// no wait). One that its watchdog gave up stays counted for as long as it is stuck, which is
+/// right while it spins.
 pub(crate) struct CoreLoad {
+    /// Runs queued for an engine thread and not yet taken: each will need a core.
+    queued: AtomicUsize,
     engines: AtomicUsize,
     awake: AtomicUsize,
     cores: usize,
 }
 
 impl CoreLoad {
-    const fn new(cores: usize) -> CoreLoad {
+    pub(crate) const fn new(cores: usize) -> CoreLoad {
         CoreLoad {
+            queued: AtomicUsize::new(0),
             engines: AtomicUsize::new(0),
             awake: AtomicUsize::new(0),
             cores,
         }
     }
 
-    /// Counts one more caller awake, if a core is spare for it. The run it waits for takes a
-    /// core even before its engine counts itself busy.
-    fn try_wake(&self) -> Option<Awake<'_>> {
-        let engines = self.engines.load(Ordering::SeqCst).max(1);
+    /// Counts a run from its submission until an engine thread takes it.
+    pub(crate) fn run_queued(&self) -> Counted<'_> {
+        Counted::on(&self.queued)
+    }
+
+    /// Counts an engine thread at work. Take it before dropping the run's [`CoreLoad::run_queued`],
+    /// so the run is never counted on neither side.
+    pub(crate) fn engine_at_work(&self) -> Counted<'_> {
+        Counted::on(&self.engines)
+    }
+
+    /// Cores taken by queued runs and engines at work.
+    fn busy(&self) -> usize {
+        self.queued.load(Ordering::SeqCst) + self.engines.load(Ordering::SeqCst)
+    }
+
+    /// Cores taken, the run waited on among them (counted as queued or at work when it comes
+    /// from a pool; a core in any case).
+    fn taken(&self) -> usize {
+        self.busy().max(1)
+    }
+
+    /// Counts one more caller awake, if a core is spare for it.
+    fn try_wake(&self) -> Option<Counted<'_>> {
+        let busy = self.taken();
         self.awake
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |awake| {
-                (engines + awake < self.cores).then_some(awake + 1)
+                (busy + awake < self.cores).then_some(awake + 1)
             })
             .ok()
-            .map(|_| Awake(&self.awake))
+            .map(|_| Counted(&self.awake))
+    }
+
+    /// Whether the callers awake (one of them the one asking) still have their cores.
+    fn still_spare(&self) -> bool {
+        self.taken() + self.awake.load(Ordering::SeqCst) <= self.cores
     }
 }
 
-/// The process's load: the cores are the process's to share, whatever sandbox runs on them.
+/// The process's load: the cores are the process's to share, whatever pool runs on them.
 pub(crate) fn load() -> &'static CoreLoad {
     static LOAD: OnceLock<CoreLoad> = OnceLock::new();
     LOAD.get_or_init(|| CoreLoad::new(std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
-/// Held by an engine thread while it works (from taking a job to the end of the build after it).
-pub(crate) struct EngineBusy<'a>(&'a AtomicUsize);
+/// One unit of a [`CoreLoad`] count, given back when dropped.
+pub(crate) struct Counted<'a>(&'a AtomicUsize);
 
-impl EngineBusy<'_> {
-    pub(crate) fn new() -> EngineBusy<'static> {
-        EngineBusy::on(load())
-    }
-
-    fn on(load: &CoreLoad) -> EngineBusy<'_> {
-        load.engines.fetch_add(1, Ordering::SeqCst);
-        EngineBusy(&load.engines)
+impl Counted<'_> {
+    fn on(count: &AtomicUsize) -> Counted<'_> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Counted(count)
     }
 }
 
-impl Drop for EngineBusy<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// A caller counted awake.
-struct Awake<'a>(&'a AtomicUsize);
-
-impl Drop for Awake<'_> {
+impl Drop for Counted<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -108,17 +129,19 @@ pub(crate) enum Waited<T> {
     Received(T),
     /// The sender is gone without sending (the worker stopped).
     SenderGone,
-    /// Park on the channel as usual: no spare core, the cap reached, or the caller cancelled
-    /// (its own path handles that). The channel still holds whatever comes.
+    /// Park on the channel as usual: no spare core (at the start or since), the cap reached, or
+    /// the caller cancelled (its own path handles that). The channel still holds whatever comes.
     Park,
 }
 
-/// Waits for the outcome on `reply` awake, for up to [`AWAKE_CAP`], if a core is spare for it.
+/// Waits for the outcome on `reply` awake, for up to [`AWAKE_CAP`], while `load` leaves a core
+/// spare for it.
 pub(crate) async fn outcome_awake<T>(
+    load: &CoreLoad,
     reply: &mut oneshot::Receiver<T>,
     cancel: &CancellationToken,
 ) -> Waited<T> {
-    wait_awake(load(), reply, cancel, AWAKE_CAP).await
+    wait_awake(load, reply, cancel, AWAKE_CAP).await
 }
 
 async fn wait_awake<T>(
@@ -137,7 +160,7 @@ async fn wait_awake<T>(
             Err(oneshot::error::TryRecvError::Closed) => return Waited::SenderGone,
             Err(oneshot::error::TryRecvError::Empty) => {}
         }
-        if cancel.is_cancelled() || Instant::now() >= until {
+        if cancel.is_cancelled() || Instant::now() >= until || !load.still_spare() {
             return Waited::Park;
         }
         // Lets the runtime run its other tasks (and poll its drivers without sleeping) before
@@ -271,48 +294,100 @@ mod tests {
         // One core: the engine needs it.
         let (got, took) = wait(&CoreLoad::new(1), &mut reply);
         assert!(got == Waited::Park && took < Duration::from_secs(1));
-        // Two cores, both engines at work.
+        // Two cores: an engine at work, a run queued.
         let busy = CoreLoad::new(2);
-        let _first = EngineBusy::on(&busy);
-        let _second = EngineBusy::on(&busy);
+        let _first = busy.engine_at_work();
+        let _second = busy.run_queued();
         let (got, took) = wait(&busy, &mut reply);
         assert!(got == Waited::Park && took < Duration::from_secs(1));
         assert_eq!(busy.awake.load(Ordering::SeqCst), 0);
     }
 
+    /// Polls `done` every millisecond for up to 10 s.
+    fn eventually(what: &str, done: impl Fn() -> bool) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < until, "never: {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
-    fn an_engine_thread_counts_itself_busy_while_it_runs() {
-        use crate::sandbox::{Limits, RunOptions, Sandbox, SandboxConfig};
-        let sandbox = Sandbox::new(SandboxConfig {
-            workers: 1,
-            ..SandboxConfig::default()
-        })
+    fn a_run_counts_as_queued_then_its_engine_at_work_until_the_next_build() {
+        use crate::sandbox::pool::Pool;
+        use crate::sandbox::watchdog::Reply;
+        use crate::sandbox::{Limits, Sandbox};
+        // A load of the pool's own, so other tests' engines cannot count here.
+        let load: &'static CoreLoad = Box::leak(Box::new(CoreLoad::new(2)));
+        let pool = Pool::start(
+            1,
+            8 * crate::call::MIB,
+            64 * crate::call::MIB,
+            64,
+            None,
+            load,
+        )
         .unwrap();
+        eventually("the worker is warm", || {
+            pool.warm.load(Ordering::SeqCst) == 1
+        });
+        assert_eq!(load.busy(), 0, "an idle warm worker takes no core");
         let limits = Limits {
-            deadline: Duration::from_millis(400),
+            deadline: Duration::from_millis(300),
             ..Limits::default()
         };
-        std::thread::scope(|scope| {
-            let run = scope.spawn(|| {
-                current_thread()
-                    .block_on(sandbox.run_with("while (true) {}", RunOptions::new(limits.clone())))
-            });
-            let until = Instant::now() + Duration::from_secs(5);
-            while load().engines.load(Ordering::SeqCst) == 0 {
-                assert!(
-                    Instant::now() < until,
-                    "the engine never counted itself busy"
-                );
-                std::thread::yield_now();
-            }
-            assert_eq!(run.join().unwrap().status.as_str(), "timeout");
+        let (reply, outcome) = oneshot::channel();
+        let _link = Sandbox::submit_to(
+            &pool,
+            "while (true) {}",
+            limits,
+            None,
+            Reply::Channel(reply),
+        )
+        .unwrap();
+        assert_eq!(load.busy(), 1, "queued or taken, the run counts once");
+        eventually(
+            "the worker takes the run, at work and no longer queued",
+            || load.engines.load(Ordering::SeqCst) == 1 && load.queued.load(Ordering::SeqCst) == 0,
+        );
+        let outcome = current_thread().block_on(outcome).unwrap();
+        assert_eq!(outcome.status.as_str(), "timeout");
+        eventually(
+            "the worker is done with the run and the build after it",
+            || load.busy() == 0,
+        );
+        drop(pool);
+        assert_eq!(load.busy(), 0);
+    }
+
+    #[test]
+    fn a_run_queued_meanwhile_ends_the_wait() {
+        let load = CoreLoad::new(2);
+        // The run waited on has its engine.
+        let _engine = load.engine_at_work();
+        let (_sender, mut reply) = oneshot::channel::<u32>();
+        let cancel = CancellationToken::new();
+        let runtime = current_thread();
+        let started = Instant::now();
+        let got = runtime.block_on(async {
+            let waiting = wait_awake(&load, &mut reply, &cancel, Duration::from_secs(5));
+            let another = async {
+                tokio::task::yield_now().await;
+                // Another caller queues a run: with the first run's engine, both cores are taken.
+                load.run_queued()
+            };
+            let (got, queued) = tokio::join!(waiting, another);
+            drop(queued);
+            got
         });
+        assert_eq!(got, Waited::Park);
+        assert!(started.elapsed() < Duration::from_secs(1));
     }
 
     #[test]
     fn callers_awake_take_only_the_cores_engines_leave() {
         let load = CoreLoad::new(4);
-        let _engine = EngineBusy::on(&load);
+        let _engine = load.engine_at_work();
         let first = load.try_wake().expect("three cores spare");
         let second = load.try_wake().expect("two spare");
         let third = load.try_wake().expect("one spare");

@@ -104,8 +104,10 @@ impl Default for SandboxConfig {
     }
 }
 
-/// Per-run options of [`Sandbox::run_with`].
+/// Per-run options of [`Sandbox::run_with`]. Made with [`RunOptions::new`] and its builder
+/// methods (non-exhaustive: options may be added).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct RunOptions {
     /// The limits of this run (deadline, heap, calls, byte caps), in place of the sandbox's.
     pub limits: Limits,
@@ -235,6 +237,7 @@ impl Sandbox {
                 config.limits.heap_bytes,
                 config.isolates_per_thread,
                 on_warm,
+                awake_reply::load(),
             )?),
             Isolation::Process(process) => {
                 let setup = process::WorkerSetup {
@@ -351,7 +354,7 @@ impl Sandbox {
         // A run that calls no tool is waited for awake for a short run's length if a core is
         // spare (`awake_reply.rs`), then parked.
         let waited = if short {
-            awake_reply::outcome_awake(&mut reply_rx, &cancel).await
+            awake_reply::outcome_awake(pool.load, &mut reply_rx, &cancel).await
         } else {
             Waited::Park
         };
@@ -418,6 +421,7 @@ impl Sandbox {
             tools,
             link: Arc::clone(&link),
             reply,
+            queued: pool.load.run_queued(),
         };
         if !pool.submit(job) {
             return Err(Box::new(pool::internal_error("the sandbox is shut down")));

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::RunLink;
-use super::awake_reply::EngineBusy;
+use super::awake_reply::{CoreLoad, Counted};
 use super::engine::Engine;
 use super::execute::execute;
 use super::heads_up::{Message, Preparing, next_job};
@@ -29,6 +29,8 @@ pub(crate) struct Job {
     /// Receives the run's control as soon as the run starts (for cancellation from the caller).
     pub link: Arc<RunLink>,
     pub reply: Reply,
+    /// Counts the run as queued in the pool's [`CoreLoad`] until a worker takes it.
+    pub queued: Counted<'static>,
 }
 
 /// Called whenever a worker has a pre-built isolate ready.
@@ -43,6 +45,8 @@ pub(crate) struct Pool {
     preparing: Arc<AtomicUsize>,
     /// Worker threads given up by their watchdog (never joined: they may never return).
     abandoned: Abandoned,
+    /// What the cores are busy with (`awake_reply.rs`): the process's, or a test's own.
+    pub(crate) load: &'static CoreLoad,
 }
 
 type Abandoned = Arc<std::sync::Mutex<Vec<std::thread::ThreadId>>>;
@@ -54,6 +58,7 @@ impl Pool {
         warm_heap_bytes: usize,
         isolates_per_thread: usize,
         on_warm: Option<OnWarm>,
+        load: &'static CoreLoad,
     ) -> std::io::Result<Pool> {
         let (sender, receiver) = crossbeam_channel::unbounded::<Message<Box<Job>>>();
         let mut handles = Vec::with_capacity(workers);
@@ -75,6 +80,7 @@ impl Pool {
                 abandoned: Arc::clone(&abandoned),
                 on_warm: on_warm.clone(),
                 aligner: aligner.clone(),
+                load,
             };
             handles.push(worker.spawn()?);
         }
@@ -84,6 +90,7 @@ impl Pool {
             warm,
             preparing,
             abandoned,
+            load,
         })
     }
 
@@ -152,6 +159,7 @@ struct Worker {
     abandoned: Abandoned,
     on_warm: Option<OnWarm>,
     aligner: TickAligner,
+    load: &'static CoreLoad,
 }
 
 impl Worker {
@@ -234,17 +242,20 @@ impl Worker {
             let Some(job) = next_job(&self.jobs, &self.preparing) else {
                 return;
             };
-            // Busy through the run and the build after it: a caller waits awake only while a
-            // core is spare (`awake_reply.rs`).
-            let _busy = EngineBusy::new();
-            self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let Job {
                 program,
                 limits,
                 tools,
                 link,
                 reply,
+                queued,
             } = *job;
+            // At work through the run and the build after it, counted before the run stops
+            // counting as queued: a caller waits awake only while a core is spare
+            // (`awake_reply.rs`).
+            let _at_work = self.load.engine_at_work();
+            drop(queued);
+            self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let engine = match warm.take() {
                 Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
                 _ => {
