@@ -73,7 +73,7 @@ impl CoreLoad {
     }
 
     /// Cores taken by queued runs and engines at work.
-    fn busy(&self) -> usize {
+    pub(super) fn busy(&self) -> usize {
         self.queued.load(Ordering::SeqCst) + self.engines.load(Ordering::SeqCst)
     }
 
@@ -170,7 +170,7 @@ async fn wait_awake<T>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn current_thread() -> tokio::runtime::Runtime {
@@ -304,7 +304,7 @@ mod tests {
     }
 
     /// Polls `done` every millisecond for up to 10 s.
-    fn eventually(what: &str, done: impl Fn() -> bool) {
+    pub(in crate::sandbox) fn eventually(what: &str, done: impl Fn() -> bool) {
         let until = Instant::now() + Duration::from_secs(10);
         while !done() {
             assert!(Instant::now() < until, "never: {what}");
@@ -312,25 +312,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_run_counts_as_queued_then_its_engine_at_work_until_the_next_build() {
-        use crate::sandbox::pool::Pool;
-        use crate::sandbox::watchdog::Reply;
-        use crate::sandbox::{Limits, Sandbox};
-        // A load of the pool's own, so other tests' engines cannot count here.
+    /// A pool of one worker, warm, with a load of its own (so other tests' engines cannot count
+    /// in it) and the given step aside after each run.
+    pub(in crate::sandbox) fn one_warm_worker(
+        step_aside: Duration,
+    ) -> (crate::sandbox::pool::Pool, &'static CoreLoad) {
         let load: &'static CoreLoad = Box::leak(Box::new(CoreLoad::new(2)));
-        let pool = Pool::start(
+        let pool = crate::sandbox::pool::Pool::start(
             1,
             8 * crate::call::MIB,
             64 * crate::call::MIB,
             64,
             None,
             load,
+            step_aside,
         )
         .unwrap();
         eventually("the worker is warm", || {
             pool.warm.load(Ordering::SeqCst) == 1
         });
+        (pool, load)
+    }
+
+    #[test]
+    fn a_run_counts_as_queued_then_its_engine_at_work_until_the_next_build() {
+        use crate::sandbox::watchdog::Reply;
+        use crate::sandbox::{Limits, Sandbox};
+        let (pool, load) = one_warm_worker(crate::sandbox::step_aside::STEP_ASIDE);
         assert_eq!(load.busy(), 0, "an idle warm worker takes no core");
         let limits = Limits {
             deadline: Duration::from_millis(300),

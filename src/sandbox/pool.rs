@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -17,6 +18,7 @@ use super::heads_up::{Message, Preparing, next_job};
 use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::reserve::RunReserve;
+use super::step_aside::step_aside;
 use super::tick::TickAligner;
 use super::transpile::Transpiled;
 use super::watchdog::{Reply, ReplySlot, Watchdog};
@@ -59,6 +61,7 @@ impl Pool {
         isolates_per_thread: usize,
         on_warm: Option<OnWarm>,
         load: &'static CoreLoad,
+        step_aside: Duration,
     ) -> std::io::Result<Pool> {
         let (sender, receiver) = crossbeam_channel::unbounded::<Message<Box<Job>>>();
         let mut handles = Vec::with_capacity(workers);
@@ -81,6 +84,7 @@ impl Pool {
                 on_warm: on_warm.clone(),
                 aligner: aligner.clone(),
                 load,
+                step_aside,
             };
             handles.push(worker.spawn()?);
         }
@@ -160,6 +164,9 @@ struct Worker {
     on_warm: Option<OnWarm>,
     aligner: TickAligner,
     load: &'static CoreLoad,
+    /// How long the worker leaves the core to the threads an outcome wakes before it builds
+    /// the next isolate (`step_aside.rs`).
+    step_aside: Duration,
 }
 
 impl Worker {
@@ -250,10 +257,9 @@ impl Worker {
                 reply,
                 queued,
             } = *job;
-            // At work through the run and the build after it, counted before the run stops
-            // counting as queued: a caller waits awake only while a core is spare
-            // (`awake_reply.rs`).
-            let _at_work = self.load.engine_at_work();
+            // At work through the run, counted before the run stops counting as queued: a
+            // caller waits awake only while a core is spare (`awake_reply.rs`).
+            let at_work = self.load.engine_at_work();
             drop(queued);
             self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let engine = match warm.take() {
@@ -294,11 +300,6 @@ impl Worker {
             let sender = reply.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(sender) = sender {
                 sender.send(outcome);
-                // Let the caller we just woke run before this thread tears down the isolate and
-                // builds the next one (2-5 ms of CPU). Linux tends to queue a thread woken by
-                // this one on this core, behind that work, without preempting it: W3's caller
-                // received its outcome 1-4 ms after it was sent in half the runs.
-                std::thread::yield_now();
             }
             let given_up = control
                 .get()
@@ -307,6 +308,11 @@ impl Worker {
                 // A replacement already serves the queue.
                 return;
             }
+            // Leave the core to the threads the outcome woke (they carry it to the user) before
+            // the teardown and the build, unless a run comes meanwhile (`step_aside.rs`).
+            drop(at_work);
+            step_aside(&self.jobs, self.step_aside);
+            let _building = self.load.engine_at_work();
             // Tear down the used isolate and prepare the next one while no caller is waiting,
             // keeping some of the used isolate's memory for the next run (`reserve.rs`).
             drop(used);
