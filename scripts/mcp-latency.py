@@ -7,8 +7,10 @@ usage: scripts/mcp-latency.py CODEMODE_BIN REQUESTS [codemode mcp flags...]
 Each request is a `run_code` of `return i` (or, with PING=1, a JSON-RPC `ping`, which measures the
 transport alone). GAP (seconds, default 0.02) is the pause between requests: with 20 ms the
 server's cores are idle (halted, on a VM) when each request arrives, as they are between an
-agent's calls; with 0 they are not. The first tenth of the requests is left out. Prints the
-median, p10 and p90 in ms."""
+agent's calls; with 0 they are not. SETTLE (seconds, default 0) is a pause after the handshake,
+so that a server's first seconds (its startup snapshot made in the background, its first workers
+replaced) are left out. The first tenth of the requests is left out too. Prints the median, p10
+and p90 in ms."""
 import json
 import os
 import statistics
@@ -21,6 +23,7 @@ BIN, N = sys.argv[1], int(sys.argv[2])
 FLAGS = sys.argv[3:]
 GAP = float(os.environ.get("GAP", "0.02"))
 PING = bool(os.environ.get("PING"))
+SETTLE = float(os.environ.get("SETTLE", "0"))
 
 server = subprocess.Popen(
     [BIN, "mcp", *FLAGS],
@@ -51,6 +54,7 @@ send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "clientInfo": {"name": "mcp-latency", "version": "0"}}})
 response()
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+time.sleep(SETTLE)
 times = []
 for i in range(1, N + 1):
     if PING:

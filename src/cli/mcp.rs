@@ -96,6 +96,9 @@ pub fn mcp(args: McpArgs) -> i32 {
     let Some(runtime) = runtime("mcp") else {
         return EXIT_FAILED;
     };
+    // A server runs many programs: its isolates are restored from the startup snapshot from the
+    // first request on (made while the client connects), whatever the isolation.
+    codemode::sandbox::make_startup_snapshot_in_background();
     if args.discovery != DiscoveryFlag::Off
         && let Some(flag) = args
             .sources
