@@ -31,7 +31,13 @@ pub(crate) fn description(sdk: &str, limits: &Limits) -> String {
 /// wait for (a save may wait on another process's). A cache that cannot be written costs the
 /// learning, never the run: it is logged, and retried after the next run. A process that ends
 /// right after a run saves once more itself ([`TypeStore::save`]).
+///
+/// A run whose calls recorded nothing (it called no tool without an output schema) has nothing to
+/// save and wakes no thread.
 fn save_learned(types: TypeStore) {
+    if !types.has_unsaved() {
+        return;
+    }
     tokio::task::spawn_blocking(move || {
         if let Err(error) = types.save() {
             tracing::warn!(%error, "learned output types were not saved");

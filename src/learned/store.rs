@@ -244,6 +244,12 @@ impl TypeStore {
         all.into_iter().collect()
     }
 
+    /// Whether something was learned since the last save (for a store with a file: a store
+    /// without one never has anything to save).
+    pub fn has_unsaved(&self) -> bool {
+        self.inner.path.is_some() && !self.state().pending.is_empty()
+    }
+
     /// Adds what was learned since the last save to the cache file (re-read under a lock, so
     /// other writers' results are kept) and replaces it atomically. Returns whether the file
     /// was written: not when nothing new was learned, nor for a store without a file.

@@ -599,3 +599,23 @@ return [n, s, r.named["x-y"], r.named.__proto__];"#;
     );
     assert!(checked.success, "{}\n{sdk}", checked.output);
 }
+
+/// `run_code` saves after a run only when the store has something to save; what says so must
+/// turn on with a record and off with the save, and never for a store without a file.
+#[test]
+fn a_store_has_something_unsaved_from_a_record_until_its_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TypeStore::open(dir.path().join("types.json")).unwrap();
+    let key = ToolKey::new("ns.tool", "tool", &json!({"type": "object"}));
+    assert!(!store.has_unsaved(), "a fresh store");
+    store.record(key.clone(), &json!({"id": 1}));
+    assert!(store.has_unsaved(), "after a record");
+    assert!(store.save().unwrap());
+    assert!(!store.has_unsaved(), "after the save");
+    let memory = TypeStore::in_memory();
+    memory.record(key, &json!({"id": 1}));
+    assert!(
+        !memory.has_unsaved(),
+        "a store without a file saves nothing"
+    );
+}
