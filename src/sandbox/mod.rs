@@ -424,6 +424,7 @@ impl Sandbox {
             link: Arc::clone(&link),
             reply,
             queued: pool.load.run_queued(),
+            queued_at: std::time::Instant::now(),
         };
         if !pool.submit(job) {
             return Err(Box::new(pool::internal_error("the sandbox is shut down")));

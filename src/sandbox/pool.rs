@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -18,7 +18,7 @@ use super::heads_up::{Message, Preparing, next_job};
 use super::host::RunTools;
 use super::outcome::{RunError, RunOutcome, RunStatus};
 use super::reserve::RunReserve;
-use super::step_aside::step_aside;
+use super::step_aside::{Pace, step_aside};
 use super::tick::TickAligner;
 use super::transpile::Transpiled;
 use super::watchdog::{Reply, ReplySlot, Watchdog};
@@ -33,6 +33,8 @@ pub(crate) struct Job {
     pub reply: Reply,
     /// Counts the run as queued in the pool's [`CoreLoad`] until a worker takes it.
     pub queued: Counted<'static>,
+    /// When it was queued: how soon runs come after outcomes decides the step aside.
+    pub queued_at: Instant,
 }
 
 /// Called whenever a worker has a pre-built isolate ready.
@@ -239,6 +241,7 @@ impl Worker {
             engine
         };
         let mut warm = prepare(&mut built);
+        let mut pace = Pace::default();
         if warm.is_none() {
             // The engine failed on a fresh thread: back off before the next thread tries, so a
             // persistent failure cannot become a hot loop of thread spawns.
@@ -256,11 +259,13 @@ impl Worker {
                 link,
                 reply,
                 queued,
+                queued_at,
             } = *job;
             // At work through the run, counted before the run stops counting as queued: a
             // caller waits awake only while a core is spare (`awake_reply.rs`).
             let at_work = self.load.engine_at_work();
             drop(queued);
+            pace.took_a_run(queued_at);
             self.warm_count.fetch_sub(1, Ordering::SeqCst);
             let engine = match warm.take() {
                 Some(engine) if engine.heap_bytes == limits.heap_bytes => Ok(engine),
@@ -298,8 +303,12 @@ impl Worker {
                 Err(message) => (internal_error(&message), None),
             };
             let sender = reply.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let aside = pace.sent_an_outcome(self.step_aside);
             if let Some(sender) = sender {
                 sender.send(outcome);
+                // Let the caller just woken run before the build, at least (it is often queued
+                // on this core, behind the build, until the next tick: `step_aside.rs`).
+                std::thread::yield_now();
             }
             let given_up = control
                 .get()
@@ -309,9 +318,10 @@ impl Worker {
                 return;
             }
             // Leave the core to the threads the outcome woke (they carry it to the user) before
-            // the teardown and the build, unless a run comes meanwhile (`step_aside.rs`).
+            // the teardown and the build, unless a run comes meanwhile or runs come back to
+            // back (`step_aside.rs`).
             drop(at_work);
-            step_aside(&self.jobs, self.step_aside);
+            step_aside(&self.jobs, aside);
             let _building = self.load.engine_at_work();
             // Tear down the used isolate and prepare the next one while no caller is waiting,
             // keeping some of the used isolate's memory for the next run (`reserve.rs`).

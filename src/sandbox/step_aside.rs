@@ -13,17 +13,48 @@
 //! queued for the workers (a run that may need this worker's next isolate), whichever comes
 //! first.
 //!
-//! The cost falls on a run that arrives while the worker steps aside and finds no other worker
-//! warm: it ends the step aside at once, but its isolate's build starts when it arrives rather
-//! than when the previous outcome was sent, so it waits up to [`STEP_ASIDE`] longer.
+//! A run that comes while the worker steps aside ends it at once, but its isolate's build then
+//! starts when it comes rather than when the previous outcome was sent: runs back to back on one
+//! worker took 0.3-2 ms longer each (`engine_churn`). So a worker steps aside only while runs
+//! come to it seldom: when its last run came more than [`STREAMING_GAP`] after the outcome
+//! before it (see [`Pace`]). Runs back to back are bound by the builds' CPU anyway, and there the
+//! worker builds at once, as before.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select};
 
 /// How long a worker leaves the core to the threads its outcome wakes: the chain to an MCP
 /// client takes 0.2-0.6 ms on the machines measured.
 pub(crate) const STEP_ASIDE: Duration = Duration::from_millis(1);
+
+/// A worker whose runs come within this of its previous outcome builds at once: a build takes
+/// 5 ms of CPU (up to 8 in the VM's slow phases), so such a run would wait on it either way.
+pub(crate) const STREAMING_GAP: Duration = Duration::from_millis(10);
+
+/// How soon runs come to one worker after its outcomes, which decides its step aside.
+#[derive(Debug, Default)]
+pub(crate) struct Pace {
+    last_outcome: Option<Instant>,
+    streaming: bool,
+}
+
+impl Pace {
+    /// The worker took a run queued at `queued_at` (a run queued before the last outcome, while
+    /// the worker was busy, counts as back to back).
+    pub(crate) fn took_a_run(&mut self, queued_at: Instant) {
+        self.streaming = self
+            .last_outcome
+            .is_some_and(|sent| queued_at.saturating_duration_since(sent) < STREAMING_GAP);
+    }
+
+    /// The worker sent an outcome now: how long to step aside before the next build, `full`
+    /// unless runs come back to back.
+    pub(crate) fn sent_an_outcome(&mut self, full: Duration) -> Duration {
+        self.last_outcome = Some(Instant::now());
+        if self.streaming { Duration::ZERO } else { full }
+    }
+}
 
 /// How a step aside ended.
 #[derive(Debug, PartialEq)]
@@ -93,13 +124,41 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_steps_aside_unless_its_last_run_came_soon_after_the_outcome_before_it() {
+        let full = Duration::from_millis(1);
+        let mut pace = Pace::default();
+        pace.took_a_run(Instant::now());
+        assert_eq!(pace.sent_an_outcome(full), full, "a first run");
+        let soon = Instant::now();
+        // However long the worker then took to build before it took the run.
+        std::thread::sleep(STREAMING_GAP + Duration::from_millis(5));
+        pace.took_a_run(soon);
+        assert_eq!(
+            pace.sent_an_outcome(full),
+            Duration::ZERO,
+            "a run queued right after the outcome: back to back"
+        );
+        let before = Instant::now() - Duration::from_millis(1);
+        pace.took_a_run(before);
+        assert_eq!(
+            pace.sent_an_outcome(full),
+            Duration::ZERO,
+            "a run queued before the outcome: the worker was busy"
+        );
+        std::thread::sleep(STREAMING_GAP + Duration::from_millis(5));
+        pace.took_a_run(Instant::now());
+        assert_eq!(pace.sent_an_outcome(full), full, "a run queued long after");
+    }
+
+    #[test]
     fn no_time_is_no_step_aside() {
         let (_sender, jobs) = crossbeam_channel::unbounded::<u32>();
         assert_eq!(step_aside(&jobs, Duration::ZERO), Aside::Elapsed);
     }
 
     #[test]
-    fn a_worker_builds_its_next_isolate_only_after_stepping_aside_or_when_a_run_comes() {
+    fn a_worker_builds_its_next_isolate_after_stepping_aside_when_a_run_comes_or_at_once_when_runs_come_back_to_back()
+     {
         use crate::sandbox::awake_reply::tests::{eventually, one_warm_worker};
         use crate::sandbox::watchdog::Reply;
         use crate::sandbox::{Limits, Sandbox};
@@ -140,5 +199,11 @@ mod tests {
         assert_eq!(second.status.as_str(), "ok");
         assert_eq!(second.value.as_deref().map(|v| v.get()), Some("2"));
         assert!(started.elapsed() < Duration::from_secs(60));
+        // A run right after that outcome: runs come back to back, so after it the worker
+        // builds at once instead of stepping aside.
+        assert_eq!(run("return 3").status.as_str(), "ok");
+        eventually("the worker builds its next isolate at once", || {
+            pool.warm.load(Ordering::SeqCst) == 1
+        });
     }
 }
