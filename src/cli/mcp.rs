@@ -96,9 +96,6 @@ pub fn mcp(args: McpArgs) -> i32 {
     let Some(runtime) = runtime("mcp") else {
         return EXIT_FAILED;
     };
-    // A server runs many programs: its isolates are restored from the startup snapshot from the
-    // first request on (made while the client connects), whatever the isolation.
-    codemode::sandbox::make_startup_snapshot_in_background();
     if args.discovery != DiscoveryFlag::Off
         && let Some(flag) = args
             .sources
@@ -121,6 +118,9 @@ pub fn mcp(args: McpArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    // A server runs many programs: its isolates are restored from the startup snapshot from the
+    // first request on (made while the client connects), whatever the isolation.
+    codemode::sandbox::make_startup_snapshot_in_background();
     let limits = run_limits(sources.policy.limits(), args.timeout_ms, args.heap_mb);
     let policy_limits = sources.policy.limits();
     let workers = args.workers.or(policy_limits.workers).unwrap_or(2) as usize;

@@ -29,8 +29,9 @@ pub(crate) fn description(sdk: &str, limits: &Limits) -> String {
 
 /// Adds what the run's calls taught `types` to its file, on a blocking thread the run does not
 /// wait for (a save may wait on another process's). A cache that cannot be written costs the
-/// learning, never the run: it is logged, and retried after the next run. A process that ends
-/// right after a run saves once more itself ([`TypeStore::save`]).
+/// learning, never the run: it is logged, and retried at the next save (after a later run that
+/// recorded something, or at the process's end: a process that ends right after a run saves once
+/// more itself, [`TypeStore::save`]).
 ///
 /// A run whose calls recorded nothing (it called no tool without an output schema) has nothing to
 /// save and wakes no thread.

@@ -40,7 +40,8 @@ pub(crate) const AWAKE_CAP: Duration = Duration::from_micros(300);
 /// What the process's cores are busy with, as far as the engine threads' pools know.
 ///
 /// An engine thread counts as at work from taking a job to the end of the build of its next
-/// isolate, including while its run waits on a tool (which needs no core: the count errs towards
+/// isolate, except while it steps aside between the two (asleep: `step_aside.rs`), and
+/// including while its run waits on a tool (which needs no core: the count errs towards
 /// no wait). One that its watchdog gave up stays counted for as long as it is stuck, which is
 /// right while it spins.
 pub(crate) struct CoreLoad {
@@ -362,7 +363,7 @@ pub(super) mod tests {
         assert_eq!(outcome.status.as_str(), "timeout");
         eventually(
             "the worker is done with the run and the build after it",
-            || load.busy() == 0,
+            || load.busy() == 0 && pool.warm.load(Ordering::SeqCst) == 1,
         );
         drop(pool);
         assert_eq!(load.busy(), 0);

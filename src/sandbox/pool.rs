@@ -247,8 +247,9 @@ impl Worker {
             // persistent failure cannot become a hot loop of thread spawns.
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
-        // A thread that cannot build isolates any more hands over to a fresh one.
-        while warm.is_some() && built < self.isolates_per_thread {
+        // A thread that cannot build isolates any more hands over to a fresh one, and so does
+        // one that built its share (after serving a run on the last of them).
+        while warm.is_some() {
             let Some(job) = next_job(&self.jobs, &self.preparing) else {
                 return;
             };
@@ -303,8 +304,9 @@ impl Worker {
                 Err(message) => (internal_error(&message), None),
             };
             let sender = reply.lock().unwrap_or_else(|e| e.into_inner()).take();
-            let aside = pace.sent_an_outcome(self.step_aside);
+            let mut aside = Duration::ZERO;
             if let Some(sender) = sender {
+                aside = pace.sent_an_outcome(Instant::now(), self.step_aside);
                 sender.send(outcome);
                 // Let the caller just woken run before the build, at least (it is often queued
                 // on this core, behind the build, until the next tick: `step_aside.rs`).
@@ -326,6 +328,9 @@ impl Worker {
             // Tear down the used isolate and prepare the next one while no caller is waiting,
             // keeping some of the used isolate's memory for the next run (`reserve.rs`).
             drop(used);
+            if built >= self.isolates_per_thread {
+                break;
+            }
             let reserve = RunReserve::take();
             warm = prepare(&mut built);
             drop(reserve);

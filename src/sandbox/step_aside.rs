@@ -11,7 +11,8 @@
 //! of the `run_code` requests over MCP took 2.5-6 ms instead of 1-1.5 ms. The worker now waits
 //! for [`STEP_ASIDE`] first (asleep: the core is the woken threads'), or until a message is
 //! queued for the workers (a run that may need this worker's next isolate), whichever comes
-//! first.
+//! first. Any message ends it, a heads-up too, though a heads-up is only sent while another
+//! worker is warm: the worker then builds while the other runs, as it did before.
 //!
 //! A run that comes while the worker steps aside ends it at once, but its isolate's build then
 //! starts when it comes rather than when the previous outcome was sent: runs back to back on one
@@ -28,8 +29,10 @@ use crossbeam_channel::{Receiver, Select};
 /// client takes 0.2-0.6 ms on the machines measured.
 pub(crate) const STEP_ASIDE: Duration = Duration::from_millis(1);
 
-/// A worker whose runs come within this of its previous outcome builds at once: a build takes
-/// 5 ms of CPU (up to 8 in the VM's slow phases), so such a run would wait on it either way.
+/// A worker whose runs come within this of its previous outcome builds at once: the teardown
+/// and the build take 2-5 ms of CPU (up to 8 in the VM's slow phases), so such a run waits on
+/// them all but always, and stepping aside would only add to its wait. 10 ms is that, with a
+/// margin.
 pub(crate) const STREAMING_GAP: Duration = Duration::from_millis(10);
 
 /// How soon runs come to one worker after its outcomes, which decides its step aside.
@@ -48,10 +51,10 @@ impl Pace {
             .is_some_and(|sent| queued_at.saturating_duration_since(sent) < STREAMING_GAP);
     }
 
-    /// The worker sent an outcome now: how long to step aside before the next build, `full`
-    /// unless runs come back to back.
-    pub(crate) fn sent_an_outcome(&mut self, full: Duration) -> Duration {
-        self.last_outcome = Some(Instant::now());
+    /// The worker sends an outcome at `at`: how long to step aside before the next build,
+    /// `full` unless runs come back to back.
+    pub(crate) fn sent_an_outcome(&mut self, at: Instant, full: Duration) -> Duration {
+        self.last_outcome = Some(at);
         if self.streaming { Duration::ZERO } else { full }
     }
 }
@@ -126,28 +129,29 @@ mod tests {
     #[test]
     fn a_worker_steps_aside_unless_its_last_run_came_soon_after_the_outcome_before_it() {
         let full = Duration::from_millis(1);
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
         let mut pace = Pace::default();
-        pace.took_a_run(Instant::now());
-        assert_eq!(pace.sent_an_outcome(full), full, "a first run");
-        let soon = Instant::now();
-        // However long the worker then took to build before it took the run.
-        std::thread::sleep(STREAMING_GAP + Duration::from_millis(5));
-        pace.took_a_run(soon);
+        pace.took_a_run(at(0));
+        assert_eq!(pace.sent_an_outcome(at(1), full), full, "a first run");
+        pace.took_a_run(at(3));
         assert_eq!(
-            pace.sent_an_outcome(full),
+            pace.sent_an_outcome(at(40), full),
             Duration::ZERO,
-            "a run queued right after the outcome: back to back"
+            "a run queued 2 ms after the outcome: back to back (however long the build took)"
         );
-        let before = Instant::now() - Duration::from_millis(1);
-        pace.took_a_run(before);
+        pace.took_a_run(at(39));
         assert_eq!(
-            pace.sent_an_outcome(full),
+            pace.sent_an_outcome(at(60), full),
             Duration::ZERO,
             "a run queued before the outcome: the worker was busy"
         );
-        std::thread::sleep(STREAMING_GAP + Duration::from_millis(5));
-        pace.took_a_run(Instant::now());
-        assert_eq!(pace.sent_an_outcome(full), full, "a run queued long after");
+        pace.took_a_run(at(60) + STREAMING_GAP);
+        assert_eq!(
+            pace.sent_an_outcome(at(200), full),
+            full,
+            "a run queued a gap after"
+        );
     }
 
     #[test]
@@ -169,7 +173,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let run = |source: &str| {
+        let submit = |source: &str| {
             let (reply, outcome) = tokio::sync::oneshot::channel();
             let link = Sandbox::submit_to(
                 &pool,
@@ -179,9 +183,11 @@ mod tests {
                 Reply::Channel(reply),
             )
             .unwrap();
-            let outcome = runtime.block_on(outcome).unwrap();
-            drop(link);
-            outcome
+            (link, outcome)
+        };
+        let run = |source: &str| {
+            let (_link, outcome) = submit(source);
+            runtime.block_on(outcome).unwrap()
         };
         assert_eq!(run("return 1").status.as_str(), "ok");
         // Stepping aside: not at work, and no isolate built (a build takes milliseconds).
@@ -193,15 +199,17 @@ mod tests {
             "the worker builds nothing while it steps aside"
         );
         assert_eq!(pool.warm.load(Ordering::SeqCst), 0);
-        // A run queued ends the step aside: the worker builds and runs it.
+        // A run queued ends the step aside: the worker builds and runs it. A third, queued while
+        // the second runs, comes back to back: after it the worker builds at once.
         let started = Instant::now();
-        let second = run("return 2");
+        let (_second_link, second) =
+            submit("const until = Date.now() + 200; while (Date.now() < until) {} return 2");
+        let (_third_link, third) = submit("return 3");
+        let second = runtime.block_on(second).unwrap();
         assert_eq!(second.status.as_str(), "ok");
         assert_eq!(second.value.as_deref().map(|v| v.get()), Some("2"));
         assert!(started.elapsed() < Duration::from_secs(60));
-        // A run right after that outcome: runs come back to back, so after it the worker
-        // builds at once instead of stepping aside.
-        assert_eq!(run("return 3").status.as_str(), "ok");
+        assert_eq!(runtime.block_on(third).unwrap().status.as_str(), "ok");
         eventually("the worker builds its next isolate at once", || {
             pool.warm.load(Ordering::SeqCst) == 1
         });

@@ -82,10 +82,18 @@ async fn runs_with_their_own_heap_limit_work() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_threads_are_recycled_and_keep_serving() {
-    // Each thread builds 3 isolates, then a fresh thread takes its place.
+    // Each thread builds 3 isolates (serving a run on each), then a fresh thread takes its
+    // place; with 1, each thread serves one run (a thread once built its one isolate and handed
+    // over before serving any, forever).
+    for per_thread in [3, 1] {
+        recycled_threads_serve(per_thread).await;
+    }
+}
+
+async fn recycled_threads_serve(isolates_per_thread: usize) {
     let pool = Sandbox::new(SandboxConfig {
         workers: 1,
-        isolates_per_thread: 3,
+        isolates_per_thread,
         ..SandboxConfig::default()
     })
     .unwrap();
