@@ -245,7 +245,7 @@ impl Worker {
         if warm.is_none() {
             // The engine failed on a fresh thread: back off before the next thread tries, so a
             // persistent failure cannot become a hot loop of thread spawns.
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(200));
         }
         // A thread that cannot build isolates any more hands over to a fresh one, and so does
         // one that built its share (after serving a run on the last of them).
