@@ -354,7 +354,13 @@ pub(super) mod tests {
             Reply::Channel(reply),
         )
         .unwrap();
-        assert_eq!(load.busy(), 1, "queued or taken, the run counts once");
+        // Queued, taken, or for an instant both: the worker counts its engine at work before the
+        // run stops counting as queued, so the run is never counted on neither side.
+        let busy = load.busy();
+        assert!(
+            busy == 1 || busy == 2,
+            "queued or taken, the run counts (busy {busy})"
+        );
         eventually(
             "the worker takes the run, at work and no longer queued",
             || load.engines.load(Ordering::SeqCst) == 1 && load.queued.load(Ordering::SeqCst) == 0,
