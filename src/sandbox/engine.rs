@@ -90,10 +90,26 @@ static SNAPSHOT: OnceLock<Result<Box<[u8]>, String>> = OnceLock::new();
 /// once, in the background, after its first runs (at once if its pool has 4 workers or more).
 const BUILDS_BEFORE_SNAPSHOT: usize = 4;
 
+/// Isolates a process builds from the whole glue before it makes its startup snapshot at normal
+/// priority, on a second thread, if the lowest-priority one has not made it by then: under
+/// steady load that thread gets no CPU (each core has an engine at work), and every isolate
+/// would run the whole glue for as long as the load lasts. By then the builds since the first
+/// thread started have cost about what the snapshot costs.
+const BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY: usize = BUILDS_BEFORE_SNAPSHOT + 25;
+
 /// Isolates this process built without a snapshot, while it had none.
 static BUILDS_WITHOUT_SNAPSHOT: AtomicUsize = AtomicUsize::new(0);
-/// Whether a thread was started to make the snapshot (at most one ever is).
+/// Whether a thread was started to make the snapshot at the lowest priority (at most one ever is).
 static SNAPSHOT_STARTED: AtomicBool = AtomicBool::new(false);
+
+/// The priority of a thread that makes the startup snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnapshotPriority {
+    /// Only the CPU the runs leave idle.
+    Lowest,
+    /// The runs' own: the builds without a snapshot have cost as much as making it.
+    Normal,
+}
 
 /// What a startup snapshot is valid for: this crate's version, its engine and its glue. A worker
 /// process takes its host's snapshot only when their fingerprints agree.
@@ -136,12 +152,19 @@ pub(crate) fn make_snapshot_in_background() {
     if SNAPSHOT.get().is_some() || SNAPSHOT_STARTED.swap(true, Ordering::SeqCst) {
         return;
     }
+    spawn_snapshot_thread(SnapshotPriority::Lowest);
+}
+
+/// Make the snapshot on a thread of its own at `priority`; the first snapshot set wins.
+fn spawn_snapshot_thread(priority: SnapshotPriority) {
     let spawned = std::thread::Builder::new()
         .name("codemode-snapshot".into())
         // Making the snapshot runs the engine, which needs a few MiB of stack.
         .stack_size(16 * crate::call::MIB)
-        .spawn(|| {
-            lower_this_threads_priority();
+        .spawn(move || {
+            if priority == SnapshotPriority::Lowest {
+                lower_this_threads_priority();
+            }
             // Made outside the lock: a caller that wants it now makes its own at its priority
             // rather than wait on this thread.
             let made = make_snapshot();
@@ -180,15 +203,32 @@ fn lower_this_threads_priority() {
 
 /// The snapshot an isolate built now should be restored from: the ready one, or none (the
 /// isolate runs the whole glue). The build that makes [`BUILDS_BEFORE_SNAPSHOT`] without one
-/// starts making it.
+/// starts making it at the lowest priority, and the one that makes
+/// [`BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY`] at normal priority.
 fn snapshot_for_build() -> Option<&'static [u8]> {
     if let Some(done) = SNAPSHOT.get() {
         return done.as_deref().ok();
     }
-    if BUILDS_WITHOUT_SNAPSHOT.fetch_add(1, Ordering::SeqCst) + 1 >= BUILDS_BEFORE_SNAPSHOT {
-        make_snapshot_in_background();
+    let builds = BUILDS_WITHOUT_SNAPSHOT.fetch_add(1, Ordering::SeqCst) + 1;
+    match snapshot_due(builds) {
+        Some(SnapshotPriority::Lowest) => make_snapshot_in_background(),
+        // Exactly one build makes that count: one thread at normal priority at most.
+        Some(SnapshotPriority::Normal) => spawn_snapshot_thread(SnapshotPriority::Normal),
+        None => {}
     }
     None
+}
+
+/// Whether the build that makes `builds` without a snapshot should start making it, and at
+/// what priority (see [`snapshot_for_build`]).
+fn snapshot_due(builds: usize) -> Option<SnapshotPriority> {
+    if builds == BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY {
+        Some(SnapshotPriority::Normal)
+    } else if builds >= BUILDS_BEFORE_SNAPSHOT {
+        Some(SnapshotPriority::Lowest)
+    } else {
+        None
+    }
 }
 
 /// The process's startup snapshot: the one made or adopted, else made now on the calling thread
@@ -342,6 +382,28 @@ mod tests {
     use crate::call::Limits;
     use crate::sandbox::execute::execute;
     use crate::sandbox::watchdog::Watchdog;
+
+    #[test]
+    fn the_snapshot_is_due_at_the_lowest_priority_then_once_at_normal_priority() {
+        let due: Vec<_> = (1..=BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY + 2)
+            .map(snapshot_due)
+            .collect();
+        let lowest = Some(SnapshotPriority::Lowest);
+        let normal = Some(SnapshotPriority::Normal);
+        assert!(
+            due[..BUILDS_BEFORE_SNAPSHOT - 1]
+                .iter()
+                .all(Option::is_none)
+        );
+        assert_eq!(due[BUILDS_BEFORE_SNAPSHOT - 1], lowest);
+        assert_eq!(
+            due.iter().filter(|&&d| d == normal).count(),
+            1,
+            "one thread at normal priority at most"
+        );
+        assert_eq!(due[BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY - 1], normal);
+        assert_eq!(due[BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY], lowest);
+    }
 
     /// What a program can see of its isolate: the globals, their prototype chain's names, the
     /// glue's console, timers, errors and serialisation.

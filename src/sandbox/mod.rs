@@ -490,9 +490,10 @@ pub fn make_startup_snapshot() -> Result<(), BootstrapError> {
 /// priority, unless it is made or being made; returns at once. A server calls this as it starts,
 /// so that its isolates are restored from the snapshot from its first runs on. Without it, a
 /// process starts making the snapshot only once it has built a few isolates, and under steady
-/// load a lowest-priority thread may not get the CPU for it for a long time: every isolate
-/// meanwhile runs the whole glue, about 13 ms more each (`codemode mcp --isolation thread`, runs
-/// back to back: 15-20 ms per request instead of 2-5).
+/// load a lowest-priority thread gets little CPU or none: every isolate meanwhile runs the whole
+/// glue, about 13 ms more each (`codemode mcp --isolation thread`, runs back to back: 15-20 ms
+/// per request instead of 2-5), until the process has built about 30 such isolates and makes
+/// the snapshot at normal priority.
 pub fn make_startup_snapshot_in_background() {
     engine::make_snapshot_in_background();
 }
