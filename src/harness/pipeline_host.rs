@@ -88,12 +88,15 @@ impl ToolHost for PipelineHost {
                 let json = outcome.content_is_value_json.then_some(outcome.content);
                 match (outcome.value, outcome.error) {
                     (_, Some(error)) => Err(error),
-                    (Some(value), None) => Ok(ToolReply {
+                    (Some(value), None) => {
                         // The outcome is the last owner unless an observer kept the value.
-                        value: Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone()),
-                        contexts: outcome.contexts,
-                        json,
-                    }),
+                        let value =
+                            Arc::try_unwrap(value).unwrap_or_else(|shared| (*shared).clone());
+                        let mut reply = ToolReply::new(value);
+                        reply.contexts = outcome.contexts;
+                        reply.json = json;
+                        Ok(reply)
+                    }
                     (None, None) => unreachable!("an outcome has a value or an error"),
                 }
             })

@@ -77,6 +77,11 @@ pub struct ToolReply {
     /// value again (a large result is then written once). `None`: the sandbox serialises.
     #[serde(skip)]
     pub json: Option<String>,
+    /// The value as the engine is handed it, set by the sandbox alone: a worker process
+    /// receives a structured result from its host so (`process/frame.rs`), and `value` is then
+    /// `null`.
+    #[serde(skip)]
+    pub(crate) encoded: Option<EncodedValue>,
 }
 
 impl ToolReply {
@@ -86,7 +91,46 @@ impl ToolReply {
             value,
             contexts: Vec::new(),
             json: None,
+            encoded: None,
         }
+    }
+
+    /// A reply whose value is `encoded`.
+    pub(crate) fn encoded(encoded: EncodedValue, contexts: Vec<ContextEntry>) -> ToolReply {
+        ToolReply {
+            value: Value::Null,
+            contexts,
+            json: None,
+            encoded: Some(encoded),
+        }
+    }
+}
+
+/// A structured value (an array or an object) as the engine is handed it, and the size of its
+/// compact JSON text, which the run's figures count.
+#[derive(Clone, PartialEq)]
+pub(crate) struct EncodedValue {
+    pub format: Encoding,
+    pub bytes: Vec<u8>,
+    pub size: u64,
+}
+
+/// How an [`EncodedValue`]'s bytes hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Encoding {
+    /// The engine's binary object format (`handover.rs`).
+    Binary,
+    /// Its compact JSON text, for what the binary format declines (deeper than it nests).
+    Json,
+}
+
+impl std::fmt::Debug for EncodedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncodedValue")
+            .field("format", &self.format)
+            .field("bytes", &self.bytes.len())
+            .field("size", &self.size)
+            .finish()
     }
 }
 

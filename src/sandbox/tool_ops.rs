@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 
 #[cfg(not(feature = "v8"))]
 use super::handover;
-use super::host::{DeadlinePause, ToolHost, ToolReply, ToolRequest};
+use super::host::{DeadlinePause, EncodedValue, Encoding, ToolHost, ToolReply, ToolRequest};
 use super::outcome::{RunContext, RunError, RunStatus};
 use super::run_state::{FinishReport, RunState};
 use super::tool_run::{Finished, Ledger, Response, ToolRun};
@@ -95,6 +95,27 @@ impl ResultValue {
             Value::Bool(b) => ResultValue::Bool(b),
             Value::String(text) => ResultValue::Text(text),
             _ => ResultValue::Null,
+        };
+        (result, size)
+    }
+}
+
+impl ResultValue {
+    /// A value its host encoded (a worker process's), and the size of its JSON text.
+    fn encoded(encoded: EncodedValue) -> (ResultValue, u64) {
+        let EncodedValue {
+            format,
+            bytes,
+            size,
+        } = encoded;
+        let result = match format {
+            #[cfg(not(feature = "v8"))]
+            Encoding::Binary => ResultValue::Binary { bytes, size },
+            // Never sent to a V8 worker, whose engine does not read the format: taken as text,
+            // it fails to parse and the call rejects.
+            #[cfg(feature = "v8")]
+            Encoding::Binary => ResultValue::Json(engine_utf8(bytes)),
+            Encoding::Json => ResultValue::Json(engine_utf8(bytes)),
         };
         (result, size)
     }
@@ -510,8 +531,12 @@ fn deliver(tools: &mut ToolRun, path: &str, response: Response) -> Result<Result
             value,
             contexts,
             json,
+            encoded,
         }) => {
-            let (result, size) = ResultValue::new(value, json);
+            let (result, size) = match encoded {
+                Some(encoded) => ResultValue::encoded(encoded),
+                None => ResultValue::new(value, json),
+            };
             tools.bytes_kept += size;
             for entry in contexts {
                 tools.contexts.push(RunContext {

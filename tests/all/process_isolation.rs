@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codemode::pipeline::{
-    ApprovalDecision, ApprovalRequest, Approver, HookDecision, HookError, pre_hook_fn,
+    ApprovalDecision, ApprovalRequest, Approver, ContextEntry, HookDecision, HookError, PostAction,
+    post_hook_fn, pre_hook_fn,
 };
 use codemode::sandbox::{
     Isolation, Limits, ProcessConfig, RunOptions, RunStatus, Sandbox, SandboxConfig, WORKER_ARG,
@@ -636,4 +637,93 @@ async fn a_worker_waiting_on_a_slow_call_does_not_spin_through_it() {
         spent < Duration::from_millis(250),
         "the worker spent {spent:?} of CPU in a run that waited 800 ms"
     );
+}
+
+/// A tool whose result nests `depth` arrays deep beside records, a float, an integer past `i32`
+/// and text outside ASCII; a post hook attaches a note to each of its calls.
+fn structured_harness(sandbox: &Sandbox, depth: usize) -> Harness {
+    let tool = ToolDefinition::builder("structured")
+        .description("a structured result")
+        .execute(move |_args: Value, _exec| async move {
+            let mut deep = json!("leaf");
+            for _ in 0..depth {
+                deep = json!([deep]);
+            }
+            let rows: Vec<Value> = (0..50)
+                .map(|id| json!({ "id": id, "name": format!("n{id}"), "score": (id * 7919) % 10007 }))
+                .collect();
+            Ok(json!({ "rows": rows, "deep": deep, "float": 0.1, "big": 1u64 << 40, "text": "één 😀" }))
+        })
+        .build()
+        .unwrap();
+    Harness::builder()
+        .sandbox(sandbox.clone())
+        .inner(|pipeline| {
+            pipeline.post_hook(post_hook_fn("note", |_info| {
+                let mut action = PostAction::keep();
+                action
+                    .contexts
+                    .push(ContextEntry::new("note", "structured ran"));
+                action
+            }))
+        })
+        .build(registry([tool]))
+        .unwrap()
+}
+
+/// A structured result crosses to a worker process in the engine's binary format (`frame.rs`):
+/// the program sees what it sees on an engine thread of the host, the run counts the same bytes
+/// kept in the sandbox, and the call's context notes arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_structured_result_reaches_a_worker_process_as_it_reaches_an_engine_thread() {
+    const PROGRAM: &str = r#"
+        const r = await tools.structured({});
+        let d = r.deep, depth = 0;
+        while (Array.isArray(d)) { d = d[0]; depth++; }
+        const top = r.rows.sort((a, b) => b.score - a.score).slice(0, 3);
+        return { top, depth, leaf: d, float: r.float, big: r.big, text: r.text, int: Number.isInteger(r.big) };
+    "#;
+    // 300 deep goes in the engine's format, 600 (deeper than it nests) as JSON text; serde
+    // reads neither (it stops at 128), and the worker once ended on both.
+    for depth in [300, 600] {
+        let mut seen = Vec::new();
+        for sandbox in [crate::common::sandbox(), process_sandbox()] {
+            let outcome = structured_harness(sandbox, depth)
+                .run(PROGRAM)
+                .await
+                .unwrap();
+            let value = outcome
+                .value_json()
+                .unwrap_or_else(|| panic!("{}", outcome.to_json()));
+            let notes: Vec<_> = outcome.contexts.iter().map(|c| c.text.clone()).collect();
+            seen.push((value, outcome.stats.bytes_kept_in_sandbox, notes));
+        }
+        assert_the_structured_result(&seen[0], depth);
+        assert_eq!(
+            seen[1], seen[0],
+            "a worker process sees what an engine thread sees"
+        );
+    }
+}
+
+fn assert_the_structured_result((value, kept, notes): &(Value, u64, Vec<String>), depth: usize) {
+    assert_eq!(value["depth"], json!(depth));
+    assert_eq!(value["leaf"], json!("leaf"));
+    assert_eq!(value["top"][0]["score"], json!(9930));
+    assert_eq!(
+        [
+            &value["float"],
+            &value["big"],
+            &value["text"],
+            &value["int"]
+        ],
+        [
+            &json!(0.1),
+            &json!(1u64 << 40),
+            &json!("één 😀"),
+            &json!(true)
+        ]
+    );
+    assert!(*kept > 2000, "the result's JSON text is counted: {kept}");
+    assert_eq!(notes, &["structured ran"]);
 }

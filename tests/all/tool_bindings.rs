@@ -58,11 +58,13 @@ impl ToolHost for ScriptedHost {
             let now = host.running.fetch_add(1, Ordering::SeqCst) + 1;
             host.max_running.fetch_max(now, Ordering::SeqCst);
             let response = match request.path.as_str() {
-                "echo" | "mem.get" | "delete" => Ok(ToolReply {
-                    value: json!({"echo": request.args, "seq": request.seq}),
-                    contexts: vec![ContextEntry::new("note", format!("{} ran", request.path))],
-                    json: None,
-                }),
+                "echo" | "mem.get" | "delete" => {
+                    let mut reply =
+                        ToolReply::new(json!({"echo": request.args, "seq": request.seq}));
+                    reply.contexts =
+                        vec![ContextEntry::new("note", format!("{} ran", request.path))];
+                    Ok(reply)
+                }
                 "slow" => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     Ok(ToolReply::new(json!("slow done")))

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use super::frame::{self, FrameError, FromWorker, ToWorker, WorkerSetup};
 use super::{answer_wait, lock};
 use crate::call::{CallError, ErrorKind, Extensions, Limits, TrackWaves};
+use crate::sandbox::host::EncodedValue;
 use crate::sandbox::{
     DeadlinePause, Isolation, Reply, RunLink, RunOptions, Sandbox, SandboxConfig, ToolHost,
     ToolReply, ToolRequest,
@@ -169,15 +170,24 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
                     link.abandon();
                 }
             }
-            ToWorker::Reply { id, result } => {
-                let entry = lock(&waiting).remove(&id);
-                if let Some((reply, _)) = entry {
-                    answer_wait::CALLS.handing_over();
-                    if reply.send(result).is_err() {
-                        // The call had gone (its run ended): nothing for it to take.
-                        answer_wait::CALLS.taken();
-                    }
-                }
+            ToWorker::Reply { id, result } => answer(&waiting, id, result),
+            ToWorker::ReplyEncoded {
+                id,
+                contexts,
+                format,
+                size,
+            } => {
+                // The value follows as a raw frame.
+                let Ok(bytes) = frame::read_raw_blocking(input) else {
+                    eprintln!("codemode sandbox worker: an encoded answer lacks its value");
+                    break;
+                };
+                let encoded = EncodedValue {
+                    format,
+                    bytes,
+                    size,
+                };
+                answer(&waiting, id, Ok(ToolReply::encoded(encoded, contexts)));
             }
             ToWorker::Pause { id } => {
                 if let Some((_, deadline)) = lock(&waiting).get(&id) {
@@ -195,6 +205,18 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
     // The host closed the pipe: stop whatever runs; the process exits.
     if let Some(link) = current.1 {
         link.abandon();
+    }
+}
+
+/// Hand the host's answer to call `id` to the call waiting for it, if it still waits.
+fn answer(waiting: &Waiting, id: u64, result: Answer) {
+    let entry = lock(waiting).remove(&id);
+    if let Some((reply, _)) = entry {
+        answer_wait::CALLS.handing_over();
+        if reply.send(result).is_err() {
+            // The call had gone (its run ended): nothing for it to take.
+            answer_wait::CALLS.taken();
+        }
     }
 }
 

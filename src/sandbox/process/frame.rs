@@ -7,7 +7,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::harden::WorkerReport;
-use crate::call::{CallError, Limits};
+use crate::call::{CallError, ContextEntry, Limits};
+use crate::sandbox::host::{EncodedValue, Encoding};
 use crate::sandbox::{RunOutcome, ToolReply};
 
 /// The largest frame either side accepts. Values crossing are already capped far below it
@@ -37,6 +38,14 @@ pub(crate) enum ToWorker {
     Reply {
         id: u64,
         result: Result<ToolReply, CallError>,
+    },
+    /// A successful answer to [`FromWorker::Call`] `id` whose value, an array or an object,
+    /// follows as one raw frame in `format`; `size` is the size of its JSON text. See [`reply`].
+    ReplyEncoded {
+        id: u64,
+        contexts: Vec<ContextEntry>,
+        format: Encoding,
+        size: u64,
     },
     /// Stop (or restart) the run's deadline clock for call `id` (an approver is waiting).
     Pause { id: u64 },
@@ -112,6 +121,49 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Vec<u8> {
     frame
 }
 
+/// The frames answering call `id`. A structured value crosses as a raw frame
+/// ([`ToWorker::ReplyEncoded`]): in the engine's binary object format when the format carries it
+/// (the host encodes it once, where the worker would otherwise parse JSON into a `Value` and
+/// encode that, on the run's path), else as its JSON text, which the worker hands to the engine
+/// unread (serde reads no JSON nested over 128 deep, and the worker ended on such an answer).
+pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>) -> Vec<u8> {
+    let reply = match result {
+        Ok(reply) if matches!(reply.value, Value::Array(_) | Value::Object(_)) => reply,
+        other => return encode(&ToWorker::Reply { id, result: other }),
+    };
+    let encoded = encoded_value(reply.value, reply.json);
+    let mut frames = encode(&ToWorker::ReplyEncoded {
+        id,
+        contexts: reply.contexts,
+        format: encoded.format,
+        size: encoded.size,
+    });
+    push_raw(&mut frames, &encoded.bytes);
+    frames
+}
+
+/// A structured value as its worker's engine takes it, and the size of its JSON text (`json`,
+/// when the host has it).
+fn encoded_value(value: Value, json: Option<String>) -> EncodedValue {
+    let size = json
+        .as_ref()
+        .map_or_else(|| crate::call::json_size(&value), |text| text.len() as u64);
+    #[cfg(not(feature = "v8"))]
+    if let Some(bytes) = crate::sandbox::handover::engine_bytes(&value) {
+        return EncodedValue {
+            format: Encoding::Binary,
+            bytes,
+            size,
+        };
+    }
+    let text = json.unwrap_or_else(|| value.to_string());
+    EncodedValue {
+        format: Encoding::Json,
+        bytes: text.into_bytes(),
+        size,
+    }
+}
+
 fn check_len(header: [u8; 4]) -> Result<usize, FrameError> {
     let len = u32::from_le_bytes(header) as usize;
     if len > MAX_FRAME_BYTES {
@@ -123,9 +175,14 @@ fn check_len(header: [u8; 4]) -> Result<usize, FrameError> {
 /// A frame of raw bytes (the startup snapshot).
 pub(crate) fn raw(bytes: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(bytes.len() + 4);
-    frame.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-    frame.extend_from_slice(bytes);
+    push_raw(&mut frame, bytes);
     frame
+}
+
+/// Append a frame of raw bytes to `frames`.
+fn push_raw(frames: &mut Vec<u8>, bytes: &[u8]) {
+    frames.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    frames.extend_from_slice(bytes);
 }
 
 /// Read one raw frame (blocking).
@@ -174,4 +231,88 @@ pub(crate) async fn write(
 ) -> std::io::Result<()> {
     writer.write_all(frame).await?;
     writer.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::ErrorKind;
+    use serde_json::json;
+
+    /// The frames `reply` wrote, read back as the worker reads them.
+    fn read_back(frames: &[u8]) -> (ToWorker, Option<Vec<u8>>) {
+        let mut input = frames;
+        let message = read_blocking::<ToWorker>(&mut input).unwrap();
+        let raw = matches!(message, ToWorker::ReplyEncoded { .. })
+            .then(|| read_raw_blocking(&mut input).unwrap());
+        assert!(input.is_empty(), "nothing follows the answer");
+        (message, raw)
+    }
+
+    #[cfg(not(feature = "v8"))]
+    #[test]
+    fn a_structured_value_crosses_in_the_engines_format_with_its_size_and_contexts() {
+        let value = json!([{ "id": 1, "name": "één", "score": 2.5 }, { "id": -7, "big": 1e300 }]);
+        let mut reply = ToolReply::new(value.clone());
+        reply.contexts = vec![ContextEntry::new("note", "kept")];
+        let (message, raw) = read_back(&super::reply(7, Ok(reply)));
+        let ToWorker::ReplyEncoded {
+            id: 7,
+            contexts,
+            format: Encoding::Binary,
+            size,
+        } = message
+        else {
+            panic!("not in the engine's format: {message:?}");
+        };
+        assert_eq!(contexts, vec![ContextEntry::new("note", "kept")]);
+        assert_eq!(size, value.to_string().len() as u64);
+        let bytes = crate::sandbox::handover::engine_bytes(&value).unwrap();
+        assert_eq!(raw.unwrap(), bytes);
+        // The host's JSON text, when it has it, gives the size.
+        let mut reply = ToolReply::new(json!({ "a": 1 }));
+        reply.json = Some("{\"a\":1}".into());
+        let (message, _) = read_back(&super::reply(8, Ok(reply)));
+        assert!(matches!(message, ToWorker::ReplyEncoded { size: 7, .. }));
+    }
+
+    #[test]
+    fn what_the_format_declines_crosses_as_text_the_worker_does_not_parse() {
+        // Deeper than the format nests, and than serde reads (128).
+        let mut deep = json!(1);
+        for _ in 0..600 {
+            deep = json!([deep]);
+        }
+        let (message, raw) = read_back(&reply(3, Ok(ToolReply::new(deep.clone()))));
+        let text = deep.to_string();
+        assert!(matches!(
+            message,
+            ToWorker::ReplyEncoded { id: 3, format: Encoding::Json, size, .. } if size == text.len() as u64
+        ));
+        assert_eq!(raw.unwrap(), text.into_bytes());
+    }
+
+    #[test]
+    fn scalars_and_failures_cross_as_json() {
+        for value in [json!("text"), json!(3), json!(null)] {
+            let (message, raw) = read_back(&reply(1, Ok(ToolReply::new(value.clone()))));
+            let ToWorker::Reply {
+                id: 1,
+                result: Ok(reply),
+            } = message
+            else {
+                panic!("not a JSON answer: {message:?}");
+            };
+            assert_eq!((reply.value, raw), (value, None));
+        }
+        let failed = CallError::new(ErrorKind::Cancelled, "gone");
+        let (message, _) = read_back(&reply(2, Err(failed)));
+        assert!(matches!(
+            message,
+            ToWorker::Reply {
+                id: 2,
+                result: Err(_)
+            }
+        ));
+    }
 }

@@ -505,7 +505,7 @@ impl WorkerProcess {
                         let watch = Arc::clone(&shared.call_watch);
                         tokio::spawn(async move {
                             let result = call.await;
-                            let _ = answer.send(frame::encode(&ToWorker::Reply { id, result }));
+                            let _ = answer.send(frame::reply(id, result));
                             watch.answered();
                             drop(waiting);
                         });
