@@ -208,6 +208,29 @@ pub(super) fn engine_utf8(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// How deep the host reads arguments, counting the outer object: serde_json's recursion limit
+/// (128) less one.
+const ARGS_MAX_DEPTH: usize = 127;
+
+/// Why the arguments' JSON text (as the glue wrote it) could not be read into a value.
+fn unreadable_args(args: &str, error: &serde_json::Error) -> String {
+    if let Some(escape) = lone_surrogate(args) {
+        return format!(
+            "a string holds a lone UTF-16 surrogate (`{escape}`), which has no UTF-8 form and so \
+             cannot reach a tool; make the string well-formed first (`s.toWellFormed()` replaces \
+             it with U+FFFD), or send binary data as base64"
+        );
+    }
+    // serde_json names this error only in its message.
+    if error.to_string().starts_with("recursion limit exceeded") {
+        return format!(
+            "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, \
+             which no tool takes; flatten them"
+        );
+    }
+    error.to_string()
+}
+
 /// The first unpaired surrogate escape (`\ud800`) in a JSON text, which `JSON.stringify` writes for
 /// a JavaScript string holding one and no UTF-8 parser accepts. Only for the error message: it
 /// runs once the text has failed to parse.
@@ -315,14 +338,7 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
         (Some(_), _) => Value::Null,
         (None, Ok(args)) => args,
         (None, Err(e)) => {
-            let reason = match lone_surrogate(args) {
-                Some(escape) => format!(
-                    "a string holds a lone UTF-16 surrogate (`{escape}`), which has no UTF-8 form \
-                     and so cannot reach a tool; make the string well-formed first \
-                     (`s.toWellFormed()` replaces it with U+FFFD), or send binary data as base64"
-                ),
-                None => e.to_string(),
-            };
+            let reason = unreadable_args(args, &e);
             return reject(CallError::new(
                 ErrorKind::InvalidArgs {
                     issues: vec![ArgIssue::new("", reason.clone())],
@@ -651,8 +667,30 @@ pub(crate) fn awaits_results(state: &OpState) -> bool {
 mod tests {
     use deno_core::{JsRuntime, RuntimeOptions, v8};
 
-    use super::{RESULTS_PER_SETTLE, ResultValue, Results, lone_surrogate};
+    use super::{
+        ARGS_MAX_DEPTH, RESULTS_PER_SETTLE, ResultValue, Results, lone_surrogate, unreadable_args,
+    };
     use crate::sandbox::engine::on_engine_thread;
+
+    /// Why arguments could not be read, in the program's terms: too deep, or a lone surrogate.
+    #[test]
+    fn unreadable_arguments_say_why_in_the_programs_terms() {
+        let why = |text: &str| {
+            let error = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+            unreadable_args(text, &error)
+        };
+        let nested = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(serde_json::from_str::<serde_json::Value>(&nested(ARGS_MAX_DEPTH)).is_ok());
+        assert_eq!(
+            why(&nested(ARGS_MAX_DEPTH + 1)),
+            format!(
+                "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, \
+                 which no tool takes; flatten them"
+            )
+        );
+        assert!(why(r#"{"s":"\ud800"}"#).contains("lone UTF-16 surrogate (`\\ud800`)"));
+        assert!(why("{").contains("EOF"), "{}", why("{"));
+    }
 
     /// A batch larger than a group goes to `settleCalls` in several calls, of at most
     /// `RESULTS_PER_SETTLE` triples each, and a function gathering each group into a rest
