@@ -162,6 +162,10 @@ fn spawn_snapshot_thread(priority: SnapshotPriority) {
         // Making the snapshot runs the engine, which needs a few MiB of stack.
         .stack_size(16 * crate::call::MIB)
         .spawn(move || {
+            // Another thread may have made it meanwhile.
+            if SNAPSHOT.get().is_some() {
+                return;
+            }
             if priority == SnapshotPriority::Lowest {
                 lower_this_threads_priority();
             }

@@ -34,7 +34,8 @@ const FACADE_VALUE_TAG: u8 = b'V';
 /// little-endian.
 const BC_VERSION: u8 = 28;
 /// The checksum field's "not computed" value, which the reader accepts without checking: the
-/// bytes never leave this process, and computing it would cost both sides a pass over them.
+/// bytes go no further than this process or its own worker process (over a pipe, from a host of
+/// the same engine fingerprint), and computing it would cost both sides a pass over them.
 const UNCHECKED: u32 = u32::MAX;
 const ATOM_TYPE_STRING: u8 = 1;
 const TAG_NULL: u8 = 1;
@@ -53,7 +54,8 @@ const MAX_INT_ATOM: u64 = (1 << 31) - 1;
 /// The engine's longest string (`JS_STRING_LEN_MAX`), in characters.
 const MAX_STRING_LEN: usize = (1 << 30) - 1;
 /// Deeper values go as text. The engine reads recursively (as `JSON.parse` does) and checks its
-/// stack; this writer recurses too, on the engine thread's stack.
+/// stack; this writer recurses too, on the engine thread's stack or, for a worker process, on
+/// the host's thread that answers it.
 const MAX_DEPTH: usize = 512;
 /// The reader's largest atom table (`JS_ReadObjectAtoms`); values with more distinct keys go as
 /// text.

@@ -65,7 +65,8 @@ impl std::fmt::Debug for ToolRequest {
 
 /// A successful call, as the program will see it: its value, and the context attachments
 /// (`{kind, text}`) of post-execute hooks. A failed call is a [`CallError`]: the program gets a
-/// rejected promise with a `ToolError` carrying its code, message and details.
+/// rejected promise with a `ToolError` carrying its code, message and details. Build one with
+/// [`ToolReply::new`] and set its other fields: it also has a field of the sandbox's own.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolReply {
     /// The call's value.

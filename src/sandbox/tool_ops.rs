@@ -208,11 +208,22 @@ pub(super) fn engine_utf8(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// How deep the host reads arguments, counting the outer object: serde_json's recursion limit
-/// (128) less one.
-const ARGS_MAX_DEPTH: usize = 127;
+/// How deep arguments may nest, counting the outer object. serde_json reads 128 levels, and a
+/// worker process's `Call` frame puts the arguments two levels down, so 125 is the most that
+/// reaches the host in either isolation mode; deeper arguments are refused here, in both.
+const ARGS_MAX_DEPTH: usize = 125;
 
-/// Why the arguments' JSON text (as the glue wrote it) could not be read into a value.
+/// The arguments' JSON text (as the glue wrote it) as a value, or why it cannot be one.
+fn read_args(args: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(args) {
+        // Refused as serde refuses what is deeper still, with the same message.
+        Ok(value) if deeper_than(&value, ARGS_MAX_DEPTH) => Err(too_deep()),
+        Ok(value) => Ok(value),
+        Err(e) => Err(unreadable_args(args, &e)),
+    }
+}
+
+/// Why the arguments' JSON text could not be read into a value.
 fn unreadable_args(args: &str, error: &serde_json::Error) -> String {
     if let Some(escape) = lone_surrogate(args) {
         return format!(
@@ -223,12 +234,25 @@ fn unreadable_args(args: &str, error: &serde_json::Error) -> String {
     }
     // serde_json names this error only in its message.
     if error.to_string().starts_with("recursion limit exceeded") {
-        return format!(
-            "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, \
-             which no tool takes; flatten them"
-        );
+        return too_deep();
     }
     error.to_string()
+}
+
+fn too_deep() -> String {
+    format!(
+        "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, which no \
+         tool takes; flatten them"
+    )
+}
+
+/// Whether `value` nests arrays and objects more than `levels` deep.
+fn deeper_than(value: &Value, levels: usize) -> bool {
+    match value {
+        Value::Array(items) => levels == 0 || items.iter().any(|v| deeper_than(v, levels - 1)),
+        Value::Object(map) => levels == 0 || map.values().any(|v| deeper_than(v, levels - 1)),
+        _ => false,
+    }
 }
 
 /// The first unpaired surrogate escape (`\ud800`) in a JSON text, which `JSON.stringify` writes for
@@ -334,11 +358,10 @@ fn admit(state: &mut OpState, index: i32, wave: u32, args: &str, detail: String)
     }
     let reject = |failure: CallError| Admission::Reject(rejection(&path, &failure));
     let unconvertible = (!args_error.is_empty()).then_some(args_error);
-    let args: Value = match (&unconvertible, serde_json::from_str(args)) {
+    let args: Value = match (&unconvertible, read_args(args)) {
         (Some(_), _) => Value::Null,
         (None, Ok(args)) => args,
-        (None, Err(e)) => {
-            let reason = unreadable_args(args, &e);
+        (None, Err(reason)) => {
             return reject(CallError::new(
                 ErrorKind::InvalidArgs {
                     issues: vec![ArgIssue::new("", reason.clone())],
@@ -668,28 +691,33 @@ mod tests {
     use deno_core::{JsRuntime, RuntimeOptions, v8};
 
     use super::{
-        ARGS_MAX_DEPTH, RESULTS_PER_SETTLE, ResultValue, Results, lone_surrogate, unreadable_args,
+        ARGS_MAX_DEPTH, RESULTS_PER_SETTLE, ResultValue, Results, lone_surrogate, read_args,
     };
     use crate::sandbox::engine::on_engine_thread;
 
-    /// Why arguments could not be read, in the program's terms: too deep, or a lone surrogate.
+    /// Arguments nested past the limit both modes share, and unreadable ones, say why in the
+    /// program's terms.
     #[test]
     fn unreadable_arguments_say_why_in_the_programs_terms() {
-        let why = |text: &str| {
-            let error = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
-            unreadable_args(text, &error)
-        };
         let nested = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
-        assert!(serde_json::from_str::<serde_json::Value>(&nested(ARGS_MAX_DEPTH)).is_ok());
-        assert_eq!(
-            why(&nested(ARGS_MAX_DEPTH + 1)),
-            format!(
-                "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, \
-                 which no tool takes; flatten them"
-            )
+        let too_deep = format!(
+            "the arguments nest arrays and objects more than {ARGS_MAX_DEPTH} levels deep, which \
+             no tool takes; flatten them"
         );
-        assert!(why(r#"{"s":"\ud800"}"#).contains("lone UTF-16 surrogate (`\\ud800`)"));
-        assert!(why("{").contains("EOF"), "{}", why("{"));
+        assert!(read_args(&nested(ARGS_MAX_DEPTH)).is_ok());
+        // Past the limit, and past serde_json's own.
+        assert_eq!(
+            read_args(&nested(ARGS_MAX_DEPTH + 1)),
+            Err(too_deep.clone())
+        );
+        assert_eq!(read_args(&nested(200)), Err(too_deep));
+        let surrogate = read_args(r#"{"s":"\ud800"}"#).unwrap_err();
+        assert!(
+            surrogate.contains("lone UTF-16 surrogate (`\\ud800`)"),
+            "{surrogate}"
+        );
+        let cut = read_args("{").unwrap_err();
+        assert!(cut.contains("EOF"), "{cut}");
     }
 
     /// A batch larger than a group goes to `settleCalls` in several calls, of at most

@@ -565,7 +565,7 @@ return codes;"#,
     let value = outcome.value_json().expect("a value");
     assert!(host.ran().is_empty(), "{:?}", host.ran());
     for (i, expected) in [
-        "nest arrays and objects more than 127 levels deep",
+        "nest arrays and objects more than 125 levels deep",
         "nested deeper than 100 levels",
     ]
     .iter()

@@ -384,6 +384,14 @@ async fn a_worker_cannot_open_files_make_sockets_or_start_programs_and_takes_the
     assert_eq!(confinement.address_space_bytes, config.address_space_bytes);
     // The host handed its startup snapshot over: the worker did not make its own.
     assert!(confinement.snapshot_from_host, "{confinement:?}");
+    // Its engine is the host's (the snapshot's fingerprint): the host hands it structured
+    // results in the engine's binary format.
+    assert!(
+        confinement
+            .engine
+            .starts_with(&format!("{}-quickjs-", env!("CARGO_PKG_VERSION"))),
+        "{confinement:?}"
+    );
     // And a worker so confined still runs programs, timers and tool calls.
     let outcome = process_sandbox()
         .run("await new Promise(r => setTimeout(r, 5)); return [new Date(0).getTime(), Math.max(1, 2)]")
@@ -726,4 +734,48 @@ fn assert_the_structured_result((value, kept, notes): &(Value, u64, Vec<String>)
     );
     assert!(*kept > 2000, "the result's JSON text is counted: {kept}");
     assert_eq!(notes, &["structured ran"]);
+}
+
+/// Arguments up to the depth both modes share reach the tool; one level deeper is an
+/// `INVALID_ARGS` in both, where a worker process once ended (its `Call` frame nests the
+/// arguments two levels down, past serde_json's 128).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_nested_past_the_limit_are_invalid_in_both_isolation_modes() {
+    let take = ToolDefinition::builder("take")
+        .description("takes anything")
+        .execute(|_args: Value, _exec| async { Ok(json!("taken")) })
+        .build()
+        .unwrap();
+    let program = |depth: usize| {
+        format!(
+            "let v = 1; for (let i = 1; i < {depth}; i++) v = [v]; \
+             try {{ return await tools.take({{ v }}); }} catch (e) {{ return [e.code, e.message]; }}"
+        )
+    };
+    for sandbox in [crate::common::sandbox(), process_sandbox()] {
+        let harness = Harness::builder()
+            .sandbox(sandbox.clone())
+            .build(registry([take.clone()]))
+            .unwrap();
+        // `{ v }` is one level, `v` the rest.
+        let at_the_limit = harness.run(&program(125)).await.unwrap();
+        assert_eq!(
+            at_the_limit.value_json(),
+            Some(json!("taken")),
+            "{}",
+            at_the_limit.to_json()
+        );
+        let past = harness.run(&program(126)).await.unwrap();
+        let value = past
+            .value_json()
+            .unwrap_or_else(|| panic!("{}", past.to_json()));
+        assert_eq!(value[0], "INVALID_ARGS", "{value}");
+        assert!(
+            value[1]
+                .as_str()
+                .unwrap()
+                .contains("more than 125 levels deep"),
+            "{value}"
+        );
+    }
 }

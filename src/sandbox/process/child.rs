@@ -80,6 +80,7 @@ pub fn serve_worker() -> i32 {
     }
     let mut confinement = super::harden::apply(setup.address_space_bytes);
     confinement.snapshot_from_host = snapshot_from_host;
+    confinement.engine = crate::sandbox::engine::snapshot_fingerprint();
     if setup.probe {
         super::harden::probe(&mut confinement);
     }
@@ -178,9 +179,14 @@ fn serve(sandbox: &Sandbox, input: &mut impl std::io::Read, out: &Out) {
                 size,
             } => {
                 // The value follows as a raw frame.
-                let Ok(bytes) = frame::read_raw_blocking(input) else {
-                    eprintln!("codemode sandbox worker: an encoded answer lacks its value");
-                    break;
+                let bytes = match frame::read_raw_blocking(input) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        eprintln!(
+                            "codemode sandbox worker: an encoded answer lacks its value: {e}"
+                        );
+                        break;
+                    }
                 };
                 let encoded = EncodedValue {
                     format,

@@ -1,5 +1,6 @@
-//! The wire between the host and a worker process: length-prefixed JSON frames (4-byte
-//! little-endian length, then the JSON body). The host reads what a worker writes as untrusted:
+//! The wire between the host and a worker process: length-prefixed frames (4-byte little-endian
+//! length, then the body), JSON but for the raw frames that follow a few messages (the startup
+//! snapshot, an encoded tool result). The host reads what a worker writes as untrusted:
 //! a frame over [`MAX_FRAME_BYTES`] or one that does not parse ends the worker.
 
 use serde::{Deserialize, Serialize};
@@ -81,7 +82,8 @@ pub(crate) enum FromWorker {
     /// The worker's next isolate is built: a run starts at once (sent after `Ready` and after
     /// every outcome).
     Warm,
-    /// The program called a tool; the host answers with [`ToWorker::Reply`] `id`.
+    /// The program called a tool; the host answers with [`ToWorker::Reply`] or
+    /// [`ToWorker::ReplyEncoded`] `id`.
     Call {
         id: u64,
         path: String,
@@ -122,16 +124,17 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Vec<u8> {
 }
 
 /// The frames answering call `id`. A structured value crosses as a raw frame
-/// ([`ToWorker::ReplyEncoded`]): in the engine's binary object format when the format carries it
-/// (the host encodes it once, where the worker would otherwise parse JSON into a `Value` and
-/// encode that, on the run's path), else as its JSON text, which the worker hands to the engine
-/// unread (serde reads no JSON nested over 128 deep, and the worker ended on such an answer).
-pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>) -> Vec<u8> {
+/// ([`ToWorker::ReplyEncoded`]): in the engine's binary object format when the worker's engine
+/// is this build's (`same_engine`) and the format carries the value (the host encodes it once,
+/// where the worker would otherwise parse JSON into a `Value` and encode that, on the run's
+/// path), else as its JSON text, which the worker hands to its engine unread (serde reads no
+/// JSON nested over 128 levels, and the worker ended on such an answer).
+pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>, same_engine: bool) -> Vec<u8> {
     let reply = match result {
         Ok(reply) if matches!(reply.value, Value::Array(_) | Value::Object(_)) => reply,
         other => return encode(&ToWorker::Reply { id, result: other }),
     };
-    let encoded = encoded_value(reply.value, reply.json);
+    let encoded = encoded_value(reply.value, reply.json, same_engine);
     let mut frames = encode(&ToWorker::ReplyEncoded {
         id,
         contexts: reply.contexts,
@@ -144,18 +147,24 @@ pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>) -> Vec<u8> {
 
 /// A structured value as its worker's engine takes it, and the size of its JSON text (`json`,
 /// when the host has it).
-fn encoded_value(value: Value, json: Option<String>) -> EncodedValue {
+fn encoded_value(value: Value, json: Option<String>, same_engine: bool) -> EncodedValue {
     let size = json
         .as_ref()
         .map_or_else(|| crate::call::json_size(&value), |text| text.len() as u64);
     #[cfg(not(feature = "v8"))]
-    if let Some(bytes) = crate::sandbox::handover::engine_bytes(&value) {
+    if same_engine
+        && let Some(bytes) = crate::sandbox::handover::engine_bytes(&value)
+        // Small floats take more room in the format than as text.
+        && bytes.len() <= MAX_FRAME_BYTES
+    {
         return EncodedValue {
             format: Encoding::Binary,
             bytes,
             size,
         };
     }
+    #[cfg(feature = "v8")]
+    let _ = same_engine;
     let text = json.unwrap_or_else(|| value.to_string());
     EncodedValue {
         format: Encoding::Json,
@@ -255,7 +264,7 @@ mod tests {
         let value = json!([{ "id": 1, "name": "één", "score": 2.5 }, { "id": -7, "big": 1e300 }]);
         let mut reply = ToolReply::new(value.clone());
         reply.contexts = vec![ContextEntry::new("note", "kept")];
-        let (message, raw) = read_back(&super::reply(7, Ok(reply)));
+        let (message, raw) = read_back(&super::reply(7, Ok(reply), true));
         let ToWorker::ReplyEncoded {
             id: 7,
             contexts,
@@ -272,7 +281,7 @@ mod tests {
         // The host's JSON text, when it has it, gives the size.
         let mut reply = ToolReply::new(json!({ "a": 1 }));
         reply.json = Some("{\"a\":1}".into());
-        let (message, _) = read_back(&super::reply(8, Ok(reply)));
+        let (message, _) = read_back(&super::reply(8, Ok(reply), true));
         assert!(matches!(message, ToWorker::ReplyEncoded { size: 7, .. }));
     }
 
@@ -283,7 +292,7 @@ mod tests {
         for _ in 0..600 {
             deep = json!([deep]);
         }
-        let (message, raw) = read_back(&reply(3, Ok(ToolReply::new(deep.clone()))));
+        let (message, raw) = read_back(&reply(3, Ok(ToolReply::new(deep.clone())), true));
         let text = deep.to_string();
         assert!(matches!(
             message,
@@ -293,9 +302,24 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_of_another_engine_gets_structured_values_as_text() {
+        let value = json!({ "rows": [1, 2.5, "three"] });
+        let (message, raw) = read_back(&reply(4, Ok(ToolReply::new(value.clone())), false));
+        assert!(matches!(
+            message,
+            ToWorker::ReplyEncoded {
+                id: 4,
+                format: Encoding::Json,
+                ..
+            }
+        ));
+        assert_eq!(raw.unwrap(), value.to_string().into_bytes());
+    }
+
+    #[test]
     fn scalars_and_failures_cross_as_json() {
         for value in [json!("text"), json!(3), json!(null)] {
-            let (message, raw) = read_back(&reply(1, Ok(ToolReply::new(value.clone()))));
+            let (message, raw) = read_back(&reply(1, Ok(ToolReply::new(value.clone())), true));
             let ToWorker::Reply {
                 id: 1,
                 result: Ok(reply),
@@ -306,7 +330,7 @@ mod tests {
             assert_eq!((reply.value, raw), (value, None));
         }
         let failed = CallError::new(ErrorKind::Cancelled, "gone");
-        let (message, _) = read_back(&reply(2, Err(failed)));
+        let (message, _) = read_back(&reply(2, Err(failed), true));
         assert!(matches!(
             message,
             ToWorker::Reply {

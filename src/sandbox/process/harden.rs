@@ -26,6 +26,11 @@ pub struct WorkerReport {
     /// The worker restores its isolates from its host's startup snapshot (it did not have to
     /// make its own, most of a fresh worker's start).
     pub snapshot_from_host: bool,
+    /// The worker's engine and glue (its startup snapshot's fingerprint): the host hands it
+    /// structured results in the engine's binary object format only when its own is the same
+    /// (a worker program of another build reads them as JSON text).
+    #[serde(default)]
+    pub engine: String,
     /// `PR_SET_NO_NEW_PRIVS` is set.
     pub no_new_privs: bool,
     /// The seccomp filter is installed.

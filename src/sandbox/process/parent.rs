@@ -474,6 +474,8 @@ impl WorkerProcess {
         let _end_calls = calls_end.clone().drop_guard();
         let mut stopped_at: Option<Instant> = None;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
+        // Whether the worker reads the engine's binary object format as this build writes it.
+        let same_engine = self.confinement.engine == engine::snapshot_fingerprint();
         loop {
             tokio::select! {
                 message = self.from.recv() => match message {
@@ -505,7 +507,7 @@ impl WorkerProcess {
                         let watch = Arc::clone(&shared.call_watch);
                         tokio::spawn(async move {
                             let result = call.await;
-                            let _ = answer.send(frame::reply(id, result));
+                            let _ = answer.send(frame::reply(id, result, same_engine));
                             watch.answered();
                             drop(waiting);
                         });
