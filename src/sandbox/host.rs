@@ -125,6 +125,38 @@ pub(crate) enum Encoding {
     Json,
 }
 
+impl EncodedValue {
+    /// `value` (an array or an object) as an engine takes it: in the engine's binary object
+    /// format when the format carries it in at most `binary_up_to` bytes (0: never), else as its
+    /// JSON text. `json` is that text when the host already wrote it; its size, either way, is
+    /// what the run's `bytes_kept_in_sandbox` counts, in both isolation modes. The value is
+    /// freed here, before the engine builds its copy.
+    pub(crate) fn of(value: Value, json: Option<String>, binary_up_to: usize) -> EncodedValue {
+        let size = json
+            .as_ref()
+            .map_or_else(|| crate::call::json_size(&value), |text| text.len() as u64);
+        #[cfg(not(feature = "v8"))]
+        if binary_up_to > 0
+            && let Some(bytes) = super::handover::engine_bytes(&value)
+            && bytes.len() <= binary_up_to
+        {
+            return EncodedValue {
+                format: Encoding::Binary,
+                bytes,
+                size,
+            };
+        }
+        #[cfg(feature = "v8")]
+        let _ = binary_up_to;
+        let text = json.unwrap_or_else(|| value.to_string());
+        EncodedValue {
+            format: Encoding::Json,
+            bytes: text.into_bytes(),
+            size,
+        }
+    }
+}
+
 impl std::fmt::Debug for EncodedValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EncodedValue")

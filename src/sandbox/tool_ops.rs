@@ -71,19 +71,11 @@ impl ResultValue {
     /// size of that text, which the run's `bytes_kept_in_sandbox` counts.
     fn new(value: Value, json: Option<String>) -> (ResultValue, u64) {
         if matches!(value, Value::Array(_) | Value::Object(_)) {
-            let size = json
-                .as_ref()
-                .map_or_else(|| json_size(&value), |text| text.len() as u64);
-            // The value and its text are freed here, before the engine builds its copy, which
-            // then reuses that memory. Holding the value meanwhile grew the heap by its size at
-            // every call, which the allocator gave back to the system and faulted in again at
-            // the next: W4's call drifted from 8.5 ms to 13 ms over a process's first runs.
-            #[cfg(not(feature = "v8"))]
-            if let Some(bytes) = handover::engine_bytes(&value) {
-                return (ResultValue::Binary { bytes, size }, size);
-            }
-            let text = json.unwrap_or_else(|| value.to_string());
-            return (ResultValue::Json(text), size);
+            // The value and its text are freed before the engine builds its copy, which then
+            // reuses that memory. Holding the value meanwhile grew the heap by its size at every
+            // call, which the allocator gave back to the system and faulted in again at the
+            // next: W4's call drifted from 8.5 ms to 13 ms over a process's first runs.
+            return ResultValue::encoded(EncodedValue::of(value, json, usize::MAX));
         }
         let size = json.map_or_else(|| json_size(&value), |text| text.len() as u64);
         let result = match value {

@@ -134,7 +134,9 @@ pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>, same_engine: 
         Ok(reply) if matches!(reply.value, Value::Array(_) | Value::Object(_)) => reply,
         other => return encode(&ToWorker::Reply { id, result: other }),
     };
-    let encoded = encoded_value(reply.value, reply.json, same_engine);
+    // Small floats take more room in the binary format than as text: it must fit a frame.
+    let binary_up_to = if same_engine { MAX_FRAME_BYTES } else { 0 };
+    let encoded = EncodedValue::of(reply.value, reply.json, binary_up_to);
     let mut frames = encode(&ToWorker::ReplyEncoded {
         id,
         contexts: reply.contexts,
@@ -143,34 +145,6 @@ pub(crate) fn reply(id: u64, result: Result<ToolReply, CallError>, same_engine: 
     });
     push_raw(&mut frames, &encoded.bytes);
     frames
-}
-
-/// A structured value as its worker's engine takes it, and the size of its JSON text (`json`,
-/// when the host has it).
-fn encoded_value(value: Value, json: Option<String>, same_engine: bool) -> EncodedValue {
-    let size = json
-        .as_ref()
-        .map_or_else(|| crate::call::json_size(&value), |text| text.len() as u64);
-    #[cfg(not(feature = "v8"))]
-    if same_engine
-        && let Some(bytes) = crate::sandbox::handover::engine_bytes(&value)
-        // Small floats take more room in the format than as text.
-        && bytes.len() <= MAX_FRAME_BYTES
-    {
-        return EncodedValue {
-            format: Encoding::Binary,
-            bytes,
-            size,
-        };
-    }
-    #[cfg(feature = "v8")]
-    let _ = same_engine;
-    let text = json.unwrap_or_else(|| value.to_string());
-    EncodedValue {
-        format: Encoding::Json,
-        bytes: text.into_bytes(),
-        size,
-    }
 }
 
 fn check_len(header: [u8; 4]) -> Result<usize, FrameError> {
