@@ -24,7 +24,12 @@
 //! includes what the engine facade keeps of every dropped isolate in thread isolation
 //! (docs/LIFECYCLE.md). `CODEMODE_WORKLOADS_RUNS=N` instead runs each workload N times in this
 //! process (no criterion), prints each run's time and the median, then the peak RSS: the method
-//! of the table (a process running W1-W4, medians of 3).
+//! of the table (a process running W1-W4, medians of 3). It also times
+//! `w1_cold_new_isolate` (thread isolation): W1 on an isolate built inside the timer, without the
+//! pool or the pipeline. With `CODEMODE_WORKLOADS_JSON` set as well, it prints one JSON object per
+//! line, in the format of the peer runners of `benches/peers/` (`scripts/peers.sh` runs them all),
+//! and works as they do: one untimed run of each workload first, and W1 also through the sandbox
+//! alone (`w1_sandbox_alone`), as the peers run it, with no pipeline.
 //!
 //! `CODEMODE_WORKLOADS_ISOLATION=process` runs the same workloads in worker processes (this bench
 //! binary serves as the worker program) instead of engine threads. The peak RSS printed is then
@@ -32,7 +37,7 @@
 
 use std::time::{Duration, Instant};
 
-use codemode::sandbox::{Isolation, Limits, ProcessConfig, Sandbox, SandboxConfig};
+use codemode::sandbox::{Isolation, Limits, ProcessConfig, RunOutcome, Sandbox, SandboxConfig};
 use codemode::{Harness, ToolDefinition, ToolRegistry};
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
@@ -79,7 +84,8 @@ fn registry() -> ToolRegistry {
     registry
 }
 
-/// Times `iters` runs of `program`, each started once the pool holds a warm isolate.
+/// Times `iters` runs of `program` through the `Harness`, each started once the pool holds a
+/// warm isolate.
 fn warm_runs(
     iters: u64,
     host: &tokio::runtime::Runtime,
@@ -88,13 +94,33 @@ fn warm_runs(
     program: &str,
     expected: &Value,
 ) -> Duration {
+    timed_on_warm_pool(
+        iters,
+        sandbox,
+        || host.block_on(harness.run(program)).unwrap(),
+        expected,
+    )
+}
+
+/// Times `iters` runs of W1 through the sandbox alone (no pipeline, no plan), each started once
+/// the pool holds a warm isolate.
+fn sandbox_runs(iters: u64, host: &tokio::runtime::Runtime, sandbox: &Sandbox) -> Duration {
+    timed_on_warm_pool(iters, sandbox, || host.block_on(sandbox.run(W1)), &json!(2))
+}
+
+fn timed_on_warm_pool(
+    iters: u64,
+    sandbox: &Sandbox,
+    mut run: impl FnMut() -> RunOutcome,
+    expected: &Value,
+) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         while sandbox.warm_workers() < 1 {
             std::thread::sleep(Duration::from_micros(200));
         }
         let started = Instant::now();
-        let outcome = host.block_on(harness.run(program)).unwrap();
+        let outcome = run();
         total += started.elapsed();
         assert!(outcome.is_ok(), "{}", outcome.to_json());
         assert_eq!(outcome.value_json().as_ref(), Some(expected));
@@ -126,6 +152,91 @@ fn floor_runs(iters: u64, runtime: &tokio::runtime::Runtime) -> Duration {
     total
 }
 
+/// Times one run of W1 on an isolate built inside the timer, without the pool or the pipeline
+/// (`w1_cold_new_isolate`): what the pool hides, and what a peer that builds a sandbox per run
+/// pays. The isolate is restored from the startup snapshot the bench made first.
+fn cold_run(limits: &Limits) -> Duration {
+    let started = Instant::now();
+    let outcome = codemode::sandbox::run_cold_blocking(W1, limits);
+    let elapsed = started.elapsed();
+    assert_eq!(
+        outcome.value_json(),
+        Some(json!(2)),
+        "{}",
+        outcome.to_json()
+    );
+    elapsed
+}
+
+/// How `CODEMODE_WORKLOADS_RUNS` mode prints: text for people, or with `CODEMODE_WORKLOADS_JSON`
+/// set one JSON object per line, in the format of the peer runners in `benches/peers/`, which
+/// `benches/peers/summarize.py` reads.
+struct RunsReport {
+    json: bool,
+    runtime: String,
+}
+
+impl RunsReport {
+    /// Prints each run's time and the median; returns the median.
+    fn workload(&self, name: &str, mut times: Vec<Duration>) -> Duration {
+        let shown: Vec<String> = times.iter().map(|t| format!("{t:.2?}")).collect();
+        let runs_ms: Vec<f64> = times.iter().map(|t| millis(*t)).collect();
+        times.sort();
+        let median = times[times.len() / 2];
+        if self.json {
+            // The short id the peers use: `w1`, `w1_cold`, `w2`, `w3`, `w3_floor`, `w4`.
+            let id = match name {
+                "w1_cold_new_isolate" => "w1_cold",
+                "w1_sandbox_alone" => "w1_sandbox",
+                "w3_floor_tokio_100_sleep10" => "w3_floor",
+                _ => &name[..2],
+            };
+            let mut line = json!({
+                "runtime": self.runtime,
+                "workload": id,
+                "name": name,
+                "runs_ms": runs_ms,
+                "median_ms": millis(median),
+            });
+            if id == "w2" {
+                line["per_call_us"] = json!(millis(median));
+            }
+            println!("{line}");
+        } else {
+            println!("{name}: median {median:.2?} of {}", shown.join(", "));
+        }
+        median
+    }
+
+    fn w3_above_floor(&self, w3: Duration, floor: Duration) {
+        if !self.json {
+            // What codemode adds to the timer's own cost (the floor: the same sleeps, no engine).
+            println!(
+                "w3 above its floor: {:+.2} ms",
+                (w3.as_secs_f64() - floor.as_secs_f64()) * 1000.0
+            );
+        }
+    }
+
+    fn peak_rss(&self, runs: u32, mb: f64) {
+        if self.json {
+            println!(
+                "{}",
+                json!({"runtime": self.runtime, "peak_rss_mb": (mb * 10.0).round() / 10.0})
+            );
+        } else {
+            println!(
+                "workloads: peak RSS of the process running W1-W4 {runs} times each: {mb:.1} MB"
+            );
+        }
+    }
+}
+
+/// Milliseconds to the microsecond.
+fn millis(t: Duration) -> f64 {
+    (t.as_secs_f64() * 1e6).round() / 1e3
+}
+
 /// Peak resident memory of this process, from `/proc/self/status`.
 fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -153,6 +264,8 @@ fn benches(c: &mut Criterion) {
         Ok("thread") | Err(_) => Isolation::Thread,
         Ok(other) => panic!("CODEMODE_WORKLOADS_ISOLATION is `thread` or `process`, not `{other}`"),
     };
+    let process = matches!(isolation, Isolation::Process(_));
+    let limits_for_cold = limits.clone();
     let sandbox = Sandbox::new(SandboxConfig {
         workers: 1,
         limits: limits.clone(),
@@ -186,36 +299,47 @@ fn benches(c: &mut Criterion) {
         .ok()
         .and_then(|n| n.parse::<u32>().ok())
     {
-        let report = |name: &str, mut times: Vec<Duration>| {
-            let shown: Vec<String> = times.iter().map(|t| format!("{t:.2?}")).collect();
-            times.sort();
-            let median = times[times.len() / 2];
-            println!("{name}: median {median:.2?} of {}", shown.join(", "));
-            median
+        let out = RunsReport {
+            json: std::env::var_os("CODEMODE_WORKLOADS_JSON").is_some(),
+            runtime: format!(
+                "codemode {} ({} isolation)",
+                env!("CARGO_PKG_VERSION"),
+                if process { "process" } else { "thread" }
+            ),
         };
         let mut w3 = Duration::ZERO;
         for (name, program, expected) in &cases {
+            if out.json {
+                // Beside the peers, which each get one untimed run of a workload first.
+                warm_runs(1, &host, &harness, &sandbox, program, expected);
+            }
             let times = (0..runs)
                 .map(|_| warm_runs(1, &host, &harness, &sandbox, program, expected))
                 .collect();
-            let median = report(name, times);
+            let median = out.workload(name, times);
             if *program == W3 {
                 w3 = median;
             }
         }
-        let floor = report(
+        if out.json {
+            // W1 without the pipeline, as the peers run it: the sandbox alone.
+            sandbox_runs(1, &host, &sandbox);
+            let times = (0..runs)
+                .map(|_| sandbox_runs(1, &host, &sandbox))
+                .collect();
+            out.workload("w1_sandbox_alone", times);
+        }
+        if !process {
+            let times = (0..runs).map(|_| cold_run(&limits_for_cold)).collect();
+            out.workload("w1_cold_new_isolate", times);
+        }
+        let floor = out.workload(
             "w3_floor_tokio_100_sleep10",
             (0..runs).map(|_| floor_runs(1, &floor_runtime)).collect(),
         );
-        // What codemode adds to the timer's own cost (the floor: the same sleeps, no engine).
-        println!(
-            "w3 above its floor: {:+.2} ms",
-            (w3.as_secs_f64() - floor.as_secs_f64()) * 1000.0
-        );
+        out.w3_above_floor(w3, floor);
         if let Some(mb) = peak_rss_mb() {
-            println!(
-                "workloads: peak RSS of the process running W1-W4 {runs} times each: {mb:.1} MB"
-            );
+            out.peak_rss(runs, mb);
         }
         return;
     }
