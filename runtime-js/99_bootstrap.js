@@ -92,14 +92,18 @@
     undeletable,
   });
   globalThis.__codemodeSettle = internal.settleCalls;
+  globalThis.__codemodePrebuild = internal.prebuildTools;
   ReflectDeleteProperty(globalThis, "__codemodeInternal");
 })(globalThis.__codemodeInternal);
-// Completion value of the bootstrap script, read once by the host: the report, and the function
-// the host hands the results of calls that went on to (`settleCalls` in 06_tools.js).
+// Completion value of the bootstrap script, read once by the host: the report, the function
+// the host hands the results of calls that went on to (`settleCalls` in 06_tools.js), and the
+// one that builds a run's `tools` object ahead of the run (`prebuildTools`, same file).
 (() => {
   const report = globalThis.__codemodeReport;
   const settle = globalThis.__codemodeSettle;
+  const prebuild = globalThis.__codemodePrebuild;
   delete globalThis.__codemodeReport;
   delete globalThis.__codemodeSettle;
-  return [report, settle];
+  delete globalThis.__codemodePrebuild;
+  return [report, settle, prebuild];
 })();

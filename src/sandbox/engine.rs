@@ -66,6 +66,14 @@ pub(crate) struct Engine {
     pub report: BootstrapReport,
     /// The glue's `settleCalls`: the host hands it the results of calls that went on.
     pub settle_calls: v8::Global<v8::Function>,
+    /// The glue's `prebuildTools`: builds a run's `tools` object before the run.
+    prebuild_tools: v8::Global<v8::Function>,
+    /// The catalog whose `tools` object this isolate holds, built before its run; the run of
+    /// that catalog takes it instead of building its own (`execute`).
+    pub tools_prebuilt_for: Option<Vec<String>>,
+    /// The catalog of the run this isolate served, for the worker to prebuild the next
+    /// isolate's `tools` for (runs of one worker nearly always share their catalog).
+    pub ran_with_catalog: Option<Vec<String>>,
 }
 
 /// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
@@ -324,8 +332,8 @@ impl Engine {
                 .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
             completion = Some(value);
         }
-        // The bootstrap's completion: `[report as JSON text, settleCalls]`.
-        let (report_json, settle_calls) = {
+        // The bootstrap's completion: `[report as JSON text, settleCalls, prebuildTools]`.
+        let (report_json, settle_calls, prebuild_tools) = {
             let completion =
                 completion.ok_or_else(|| "the sandbox glue did not run".to_string())?;
             deno_core::scope!(scope, &mut runtime);
@@ -336,11 +344,16 @@ impl Engine {
                 .get_index(scope, 0)
                 .map(|report| report.to_rust_string_lossy(scope))
                 .unwrap_or_default();
-            let settle = parts
-                .get_index(scope, 1)
-                .and_then(|settle| v8::Local::<v8::Function>::try_from(settle).ok())
-                .ok_or_else(|| "the sandbox bootstrap did not answer `settleCalls`".to_string())?;
-            (report, v8::Global::new(scope, settle))
+            let function = |index: u32, name: &str| {
+                parts
+                    .get_index(scope, index)
+                    .and_then(|value| v8::Local::<v8::Function>::try_from(value).ok())
+                    .map(|function| v8::Global::new(scope, function))
+                    .ok_or_else(|| format!("the sandbox bootstrap did not answer `{name}`"))
+            };
+            let settle = function(1, "settleCalls")?;
+            let prebuild = function(2, "prebuildTools")?;
+            (report, settle, prebuild)
         };
         let report: BootstrapReport = serde_json::from_str(&report_json)
             .map_err(|e| format!("sandbox bootstrap report unreadable ({e}): {report_json}"))?;
@@ -349,7 +362,32 @@ impl Engine {
             heap_bytes,
             report,
             settle_calls,
+            prebuild_tools,
+            tools_prebuilt_for: None,
+            ran_with_catalog: None,
         })
+    }
+
+    /// Builds the `tools` object of a run whose catalog is `paths` now, while the isolate waits
+    /// for its run (see `prebuildTools` in 06_tools.js). If the engine refuses, the run builds
+    /// its own, as without this.
+    pub(crate) fn prebuild_tools(&mut self, paths: Vec<String>) {
+        let built = {
+            deno_core::scope!(scope, &mut self.runtime);
+            let names: Option<Vec<v8::Local<v8::Value>>> = paths
+                .iter()
+                .map(|path| v8::String::new(scope, path).map(Into::into))
+                .collect();
+            let prebuild = v8::Local::new(scope, &self.prebuild_tools);
+            v8::tc_scope!(let scope, scope);
+            let built = names.and_then(|names| {
+                let catalog = v8::Array::new_with_elements(scope, &names).into();
+                let undefined = v8::undefined(scope).into();
+                prebuild.call(scope, undefined, &[catalog])
+            });
+            built.is_some() && !scope.has_caught()
+        };
+        self.tools_prebuilt_for = built.then_some(paths);
     }
 
     /// Guard the heap for the run about to start: when it nears its limit, end the run, and
@@ -441,6 +479,22 @@ mod tests {
     /// A rejection nobody handles, after a line the error must point past.
     const UNHANDLED: &str = "const x = 1;\nPromise.reject(new RangeError('nobody handles this'));\nawait new Promise((r) => setTimeout(r, 5));\nreturn x;";
 
+    /// The outcome of `program` run on `engine` with the default limits.
+    fn run_on(
+        engine: &mut Engine,
+        program: &str,
+        tools: Option<crate::sandbox::host::RunTools>,
+    ) -> crate::sandbox::RunOutcome {
+        let limits = Limits::default();
+        let program = crate::sandbox::prepare(program, &limits).unwrap();
+        let watchdog = Watchdog::spawn("test-watchdog".into(), None).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(execute(engine, &program, &limits, tools, &watchdog, |_| {}))
+    }
+
     /// The bootstrap's report, and the outcome of `program` minus its timing, on an isolate built
     /// with `snapshot` (or by the whole glue).
     fn observed(snapshot: Option<&'static [u8]>, program: &'static str) -> (String, String) {
@@ -448,24 +502,133 @@ mod tests {
             let limits = Limits::default();
             let mut engine = Engine::with_snapshot(limits.heap_bytes, snapshot).unwrap();
             let report = format!("{:?}", engine.report);
-            let program = crate::sandbox::prepare(program, &limits).unwrap();
-            let watchdog = Watchdog::spawn("test-watchdog".into(), None).unwrap();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            let mut outcome = runtime.block_on(execute(
-                &mut engine,
-                &program,
-                &limits,
-                None,
-                &watchdog,
-                |_| {},
-            ));
+            let mut outcome = run_on(&mut engine, program, None);
             outcome.stats.wall_ms = 0.0;
             (report, outcome.to_json().to_string())
         })
         .unwrap()
+    }
+
+    /// A host whose every tool answers with the path it was called by.
+    struct PathEcho(Vec<String>);
+
+    impl crate::sandbox::ToolHost for PathEcho {
+        fn paths(&self) -> Vec<String> {
+            self.0.clone()
+        }
+
+        fn call(
+            &self,
+            request: crate::sandbox::ToolRequest,
+        ) -> futures::future::BoxFuture<
+            'static,
+            Result<crate::sandbox::ToolReply, crate::call::CallError>,
+        > {
+            let reply = crate::sandbox::ToolReply::new(serde_json::json!(request.path));
+            Box::pin(async move { Ok(reply) })
+        }
+    }
+
+    /// What a program sees of `tools`: its names and their shape, and which path each call
+    /// reaches, a name outside the catalog included.
+    const TOOLS_PROBE: &str = r#"
+        const names = (o) => Object.getOwnPropertyNames(o).sort();
+        const seen = {
+            names: names(tools),
+            frozen: Object.isFrozen(tools) && Object.isFrozen(tools.ns),
+            ns: names(tools.ns),
+            fn: [typeof tools.alpha, tools.ns.two.name, Object.isFrozen(tools.ns.two)],
+            absent: typeof tools.gamma,
+        };
+        const calls = [];
+        for (const call of [() => tools.alpha({}), () => tools.ns.two({}), () => tools.beta({}), () => tools.gamma({})]) {
+            try { calls.push(await call()) } catch (e) { calls.push(String(e)) }
+        }
+        return { seen, calls };
+    "#;
+
+    /// The outcome of [`TOOLS_PROBE`] for a run whose host has `catalog`, on an isolate whose
+    /// `tools` were prebuilt for `prebuilt` (and which the host then takes to be for `claimed`).
+    fn tools_seen(
+        prebuilt: Option<&[&str]>,
+        claimed: Option<&[&str]>,
+        catalog: &[&str],
+    ) -> serde_json::Value {
+        let owned = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let (prebuilt, claimed, catalog) =
+            (prebuilt.map(owned), claimed.map(owned), owned(catalog));
+        on_engine_thread(move || {
+            let limits = Limits::default();
+            let mut engine = Engine::new(limits.heap_bytes).unwrap();
+            if let Some(prebuilt) = prebuilt {
+                engine.prebuild_tools(prebuilt.clone());
+                assert_eq!(engine.tools_prebuilt_for, Some(prebuilt));
+            }
+            if let Some(claimed) = claimed {
+                engine.tools_prebuilt_for = Some(claimed);
+            }
+            let tools = crate::sandbox::host::RunTools {
+                host: std::sync::Arc::new(PathEcho(catalog.clone())),
+                run_id: "r_prebuilt".into(),
+                extensions: Default::default(),
+            };
+            let outcome = run_on(&mut engine, TOOLS_PROBE, Some(tools));
+            assert_eq!(
+                engine.tools_prebuilt_for, None,
+                "a run takes what was prebuilt"
+            );
+            assert_eq!(engine.ran_with_catalog, Some(catalog));
+            outcome
+                .value_json()
+                .unwrap_or_else(|| serde_json::Value::String(outcome.to_json()))
+        })
+        .unwrap()
+    }
+
+    const CATALOG: &[&str] = &["alpha", "ns.one", "ns.two", "beta"];
+
+    #[test]
+    fn a_run_on_an_isolate_with_prebuilt_tools_sees_what_it_would_have_built() {
+        let built_at_run = tools_seen(None, None, CATALOG);
+        assert_eq!(
+            built_at_run["seen"],
+            serde_json::json!({"names": ["alpha", "beta", "ns"], "frozen": true, "ns": ["one", "two"], "fn": ["function", "ns.two", true], "absent": "function"}),
+            "{built_at_run}"
+        );
+        assert_eq!(
+            built_at_run["calls"],
+            serde_json::json!(["alpha", "ns.two", "beta", "gamma"])
+        );
+        assert_eq!(tools_seen(Some(CATALOG), None, CATALOG), built_at_run);
+    }
+
+    #[test]
+    fn a_run_of_another_catalog_builds_its_own_tools() {
+        // Prebuilt for `CATALOG`; the run's host has another, where index 0 is `beta`: its
+        // `alpha` must be an unknown name (reaching the host as `alpha`), never index 0.
+        let other = tools_seen(Some(CATALOG), None, &["beta", "ns.two"]);
+        assert_eq!(
+            other["seen"]["names"],
+            serde_json::json!(["beta", "ns"]),
+            "{other}"
+        );
+        assert_eq!(other["seen"]["ns"], serde_json::json!(["two"]));
+        assert_eq!(
+            other["calls"],
+            serde_json::json!(["alpha", "ns.two", "beta", "gamma"])
+        );
+    }
+
+    #[test]
+    fn the_run_takes_the_prebuilt_object_when_the_host_says_it_is_for_its_catalog() {
+        // White box: the isolate holds `tools` for `alpha` alone while the host believes they
+        // are for the run's catalog. The run sees `alpha` alone: it took the prebuilt object.
+        let taken = tools_seen(Some(&["alpha"]), Some(CATALOG), CATALOG);
+        assert_eq!(
+            taken["seen"]["names"],
+            serde_json::json!(["alpha"]),
+            "{taken}"
+        );
     }
 
     #[test]

@@ -67,8 +67,15 @@ pub(crate) async fn execute(
     watchdog.arm(Arc::clone(&control));
     on_start(Arc::clone(&control));
 
-    // The prefix sits on its own line, so the program's line N is script line N + 1.
-    let catalog = serde_json::to_string(&paths).expect("paths serialise");
+    // The prefix sits on its own line, so the program's line N is script line N + 1. `null`
+    // takes the `tools` object the isolate holds for this very catalog, built before the run.
+    let catalog = if engine.tools_prebuilt_for.as_ref() == Some(&paths) {
+        "null".to_string()
+    } else {
+        serde_json::to_string(&paths).expect("paths serialise")
+    };
+    engine.tools_prebuilt_for = None;
+    engine.ran_with_catalog = Some(paths);
     let script = format!(
         "globalThis.__codemodeEntry(async function () {{ \"use strict\";\n{}\n}}, {}, {catalog}, {track_waves});",
         program.js, limits.return_bytes

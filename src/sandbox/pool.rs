@@ -229,9 +229,13 @@ impl Worker {
                 }
             };
         let mut built = 0usize;
-        let prepare = |built: &mut usize| {
+        // An isolate for the next run, its `tools` built for `catalog` (the last run's) if any.
+        let prepare = |built: &mut usize, catalog: Option<Vec<String>>| {
             *built += 1;
-            let engine = self.build(self.warm_heap_bytes).ok();
+            let mut engine = self.build(self.warm_heap_bytes).ok();
+            if let (Some(engine), Some(catalog)) = (engine.as_mut(), catalog) {
+                engine.prebuild_tools(catalog);
+            }
             if engine.is_some() {
                 self.warm_count.fetch_add(1, Ordering::SeqCst);
                 if let Some(on_warm) = &self.on_warm {
@@ -240,7 +244,7 @@ impl Worker {
             }
             engine
         };
-        let mut warm = prepare(&mut built);
+        let mut warm = prepare(&mut built, None);
         let mut pace = Pace::default();
         if warm.is_none() {
             // The engine failed on a fresh thread: back off before the next thread tries, so a
@@ -326,13 +330,14 @@ impl Worker {
             step_aside(&self.jobs, aside);
             let _building = self.load.engine_at_work();
             // Tear down the used isolate and prepare the next one while no caller is waiting,
-            // keeping some of the used isolate's memory for the next run (`reserve.rs`).
-            drop(used);
+            // keeping some of the used isolate's memory for the next run (`reserve.rs`). The
+            // next run's `tools` are built now, for the catalog of the run just served.
+            let catalog = used.and_then(|mut engine| engine.ran_with_catalog.take());
             if built >= self.isolates_per_thread {
                 break;
             }
             let reserve = RunReserve::take();
-            warm = prepare(&mut built);
+            warm = prepare(&mut built, catalog);
             drop(reserve);
         }
         if let Some(engine) = warm.take() {

@@ -802,3 +802,78 @@ async fn a_lone_surrogate_in_the_arguments_is_refused_with_its_cause_and_a_fix()
         assert!(message.contains("toWellFormed"), "{message}");
     }
 }
+
+/// A host whose every tool answers with the path it was called by.
+struct PathEcho(Vec<&'static str>);
+
+impl ToolHost for PathEcho {
+    fn paths(&self) -> Vec<String> {
+        self.0.iter().map(|p| p.to_string()).collect()
+    }
+
+    fn call(&self, request: ToolRequest) -> BoxFuture<'static, Result<ToolReply, CallError>> {
+        let reply = ToolReply::new(json!(request.path));
+        async move { Ok(reply) }.boxed()
+    }
+}
+
+#[test]
+fn each_run_of_a_worker_sees_its_own_catalog_in_both_isolation_modes() {
+    // A worker builds the next isolate's `tools` ahead of its run, for the catalog of the run it
+    // just served; a run of another catalog (another harness sharing the sandbox, or none) must
+    // still see exactly its own. Index 0 is `alpha` in one catalog and `beta` in the other.
+    let probe = r#"
+        const seen = Object.getOwnPropertyNames(tools).sort();
+        const reached = [];
+        for (const call of [() => tools.alpha({}), () => tools.ns.two({}), () => tools.beta({})]) {
+            try { reached.push(await call()) } catch (e) { reached.push(e.code ?? String(e)) }
+        }
+        return { seen, reached };
+    "#;
+    let first: Arc<dyn ToolHost> = Arc::new(PathEcho(vec!["alpha", "ns.two"]));
+    let second: Arc<dyn ToolHost> = Arc::new(PathEcho(vec!["beta", "ns.two"]));
+    let expected_first = json!({"seen": ["alpha", "ns"], "reached": ["alpha", "ns.two", "beta"]});
+    let expected_second = json!({"seen": ["beta", "ns"], "reached": ["alpha", "ns.two", "beta"]});
+    let no_tools = json!({"seen": [], "reached": ["alpha", "ns.two", "beta"]});
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for isolation in [
+        codemode::sandbox::Isolation::Thread,
+        codemode::sandbox::Isolation::Process(codemode::sandbox::ProcessConfig::with_program(
+            crate::common::worker_program(),
+        )),
+    ] {
+        let sandbox = codemode::sandbox::Sandbox::new(codemode::sandbox::SandboxConfig {
+            workers: 1,
+            isolation,
+            ..Default::default()
+        })
+        .unwrap();
+        let sequence = [
+            (Some(&first), &expected_first),
+            (Some(&first), &expected_first),
+            (Some(&second), &expected_second),
+            (None, &no_tools),
+            (Some(&first), &expected_first),
+            (Some(&second), &expected_second),
+            (Some(&second), &expected_second),
+        ];
+        for (turn, (host, expected)) in sequence.into_iter().enumerate() {
+            let mut options = RunOptions::new(Limits::default());
+            if let Some(host) = host {
+                options = options.with_tools(Arc::clone(host));
+            }
+            let outcome = runtime.block_on(sandbox.run_with(probe, options));
+            if host.is_none() {
+                // With no host, every call is refused by the sandbox itself.
+                assert_eq!(outcome.value_json().unwrap()["seen"], no_tools["seen"]);
+                continue;
+            }
+            assert_eq!(
+                outcome.value_json().as_ref(),
+                Some(expected),
+                "run {turn}: {}",
+                outcome.to_json()
+            );
+        }
+    }
+}
