@@ -368,9 +368,9 @@ impl Engine {
         })
     }
 
-    /// Builds the `tools` object of a run whose catalog is `paths` now, while the isolate waits
-    /// for its run (see `prebuildTools` in 06_tools.js). If the engine refuses, the run builds
-    /// its own, as without this.
+    /// Builds now, while the isolate waits for its run, the `tools` object of a run whose
+    /// catalog is `paths` (see `prebuildTools` in 06_tools.js). If the engine refuses, the run
+    /// builds its own, as without this.
     pub(crate) fn prebuild_tools(&mut self, paths: Vec<String>) {
         let built = {
             deno_core::scope!(scope, &mut self.runtime);
@@ -524,7 +524,11 @@ mod tests {
             'static,
             Result<crate::sandbox::ToolReply, crate::call::CallError>,
         > {
-            let reply = crate::sandbox::ToolReply::new(serde_json::json!(request.path));
+            let answer = match request.wave {
+                Some(wave) => serde_json::json!([request.path, wave]),
+                None => serde_json::json!(request.path),
+            };
+            let reply = crate::sandbox::ToolReply::new(answer);
             Box::pin(async move { Ok(reply) })
         }
     }
@@ -554,6 +558,17 @@ mod tests {
         claimed: Option<&[&str]>,
         catalog: &[&str],
     ) -> serde_json::Value {
+        seen_by(TOOLS_PROBE, Default::default(), prebuilt, claimed, catalog)
+    }
+
+    /// The value `program` returns, run with `extensions` (see [`tools_seen`]).
+    fn seen_by(
+        program: &'static str,
+        extensions: crate::call::Extensions,
+        prebuilt: Option<&[&str]>,
+        claimed: Option<&[&str]>,
+        catalog: &[&str],
+    ) -> serde_json::Value {
         let owned = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
         let (prebuilt, claimed, catalog) =
             (prebuilt.map(owned), claimed.map(owned), owned(catalog));
@@ -570,9 +585,9 @@ mod tests {
             let tools = crate::sandbox::host::RunTools {
                 host: std::sync::Arc::new(PathEcho(catalog.clone())),
                 run_id: "r_prebuilt".into(),
-                extensions: Default::default(),
+                extensions,
             };
-            let outcome = run_on(&mut engine, TOOLS_PROBE, Some(tools));
+            let outcome = run_on(&mut engine, program, Some(tools));
             assert_eq!(
                 engine.tools_prebuilt_for, None,
                 "a run takes what was prebuilt"
@@ -620,14 +635,36 @@ mod tests {
     }
 
     #[test]
-    fn the_run_takes_the_prebuilt_object_when_the_host_says_it_is_for_its_catalog() {
-        // White box: the isolate holds `tools` for `alpha` alone while the host believes they
-        // are for the run's catalog. The run sees `alpha` alone: it took the prebuilt object.
+    fn the_run_takes_the_prebuilt_object_when_the_engine_records_it_for_its_catalog() {
+        // White box: the isolate holds `tools` for `alpha` alone while the engine records them
+        // as the run's catalog's. The run sees `alpha` alone: it took the prebuilt object.
         let taken = tools_seen(Some(&["alpha"]), Some(CATALOG), CATALOG);
         assert_eq!(
             taken["seen"]["names"],
             serde_json::json!(["alpha"]),
             "{taken}"
+        );
+    }
+
+    #[test]
+    fn waves_are_tracked_by_prebuilt_tools_of_a_run_that_asks_for_them() {
+        // Whether a run tracks waves is set by the run, not baked into its prebuilt `tools`.
+        const WAVES: &str = r#"
+            const a = await tools.alpha({});
+            const [b, c] = await Promise.all([tools.beta({}), tools.ns.one({})]);
+            return [a, b, c, await tools.alpha({})];
+        "#;
+        let mut extensions = crate::call::Extensions::default();
+        extensions.insert(crate::call::TrackWaves);
+        let waves = seen_by(WAVES, extensions, Some(CATALOG), None, CATALOG);
+        assert_eq!(
+            waves,
+            serde_json::json!([["alpha", 1], ["beta", 2], ["ns.one", 2], ["alpha", 3]])
+        );
+        let untracked = seen_by(WAVES, Default::default(), Some(CATALOG), None, CATALOG);
+        assert_eq!(
+            untracked,
+            serde_json::json!(["alpha", "beta", "ns.one", "alpha"])
         );
     }
 

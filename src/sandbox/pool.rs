@@ -233,8 +233,14 @@ impl Worker {
         let prepare = |built: &mut usize, catalog: Option<Vec<String>>| {
             *built += 1;
             let mut engine = self.build(self.warm_heap_bytes).ok();
-            if let (Some(engine), Some(catalog)) = (engine.as_mut(), catalog) {
-                engine.prebuild_tools(catalog);
+            if let (Some(fresh), Some(catalog)) = (engine.as_mut(), catalog) {
+                // Engine code, like a run: a panic in it loses this isolate, not the thread.
+                let prebuilt = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    fresh.prebuild_tools(catalog);
+                }));
+                if prebuilt.is_err() {
+                    engine = None;
+                }
             }
             if engine.is_some() {
                 self.warm_count.fetch_add(1, Ordering::SeqCst);
@@ -281,7 +287,7 @@ impl Worker {
             };
             let reply: ReplySlot = Arc::new(std::sync::Mutex::new(Some(reply)));
             let control = std::cell::OnceCell::new();
-            let (outcome, used) = match engine {
+            let (outcome, mut used) = match engine {
                 Ok(mut engine) => {
                     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         runtime.block_on(execute(
@@ -332,7 +338,10 @@ impl Worker {
             // Tear down the used isolate and prepare the next one while no caller is waiting,
             // keeping some of the used isolate's memory for the next run (`reserve.rs`). The
             // next run's `tools` are built now, for the catalog of the run just served.
-            let catalog = used.and_then(|mut engine| engine.ran_with_catalog.take());
+            let catalog = used
+                .as_mut()
+                .and_then(|engine| engine.ran_with_catalog.take());
+            drop(used);
             if built >= self.isolates_per_thread {
                 break;
             }
