@@ -56,6 +56,17 @@
     return true;
   });
 
+  // The engine facade's time-zone database, installed on the global object of every context
+  // (and removed below with every other non-standard global): Intl.DateTimeFormat's
+  // (05_intl.js) way to any IANA time zone.
+  if (typeof globalThis.__v8xTemporalTimeZone === "function") {
+    internal.intlHost.zone = globalThis.__v8xTemporalTimeZone;
+  }
+  internal.installLocaleDates();
+  // Temporal's hook on Date goes with Temporal (an isolate the whole glue builds has it; one
+  // restored from the snapshot does not).
+  ReflectDeleteProperty(Date.prototype, "toTemporalInstant");
+
   const keep = { __proto__: null };
   for (let i = 0; i < ECMASCRIPT.length; i++) keep[ECMASCRIPT[i]] = true;
   const undeletable = [];

@@ -37,6 +37,10 @@ const GLUE: &[(&str, &str)] = &[
         include_str!("../../runtime-js/05_web.js"),
     ),
     (
+        "codemode:glue/05_intl.js",
+        include_str!("../../runtime-js/05_intl.js"),
+    ),
+    (
         "codemode:glue/06_tools.js",
         include_str!("../../runtime-js/06_tools.js"),
     ),
@@ -119,9 +123,27 @@ enum SnapshotPriority {
     Normal,
 }
 
-/// What a startup snapshot is valid for: this crate's version, its engine and its glue. A worker
-/// process takes its host's snapshot only when their fingerprints agree.
+/// The engine facade's switch (read when it makes each isolate) that leaves `WebAssembly` out of
+/// every context. Programs never see it either way (the bootstrap removes it), so leaving it
+/// out saves its installation in every isolate (about 1M instructions, 3% of a build) and keeps
+/// the facade's WebAssembly runtime out of any program's reach. The `codemode` binary sets it;
+/// a worker process follows its host ([`WorkerSetup`](super::process)), because a snapshot made
+/// with `WebAssembly` does not fit a context without it.
+pub(crate) const NO_WEBASSEMBLY_ENV: &str = "QJS_NO_WASM";
+
+/// Whether this process's isolates are made without `WebAssembly` (see [`NO_WEBASSEMBLY_ENV`]).
+pub(crate) fn webassembly_left_out() -> bool {
+    std::env::var_os(NO_WEBASSEMBLY_ENV).is_some()
+}
+
+/// What a startup snapshot is valid for: this crate's version, its engine, its glue, and whether
+/// its contexts have `WebAssembly`. A worker process takes its host's snapshot only when their
+/// fingerprints agree.
 pub(crate) fn snapshot_fingerprint() -> String {
+    fingerprint_of(webassembly_left_out())
+}
+
+fn fingerprint_of(webassembly_left_out: bool) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, source) in GLUE {
         for byte in name.bytes().chain(source.bytes()) {
@@ -133,7 +155,11 @@ pub(crate) fn snapshot_fingerprint() -> String {
     } else {
         "quickjs"
     };
-    format!("{}-{engine}-{hash:016x}", env!("CARGO_PKG_VERSION"))
+    let webassembly = if webassembly_left_out { "-nowasm" } else { "" };
+    format!(
+        "{}-{engine}{webassembly}-{hash:016x}",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// Use `bytes` (made by a process of the same fingerprint) as this process's startup snapshot,
@@ -426,6 +452,24 @@ mod tests {
     use crate::sandbox::watchdog::Watchdog;
 
     #[test]
+    fn a_snapshot_with_webassembly_and_one_without_have_different_fingerprints() {
+        // A worker adopts its host's snapshot only on equal fingerprints: one made with
+        // `WebAssembly` in its contexts must never reach an engine that leaves it out.
+        let with = fingerprint_of(false);
+        let without = fingerprint_of(true);
+        assert_ne!(with, without);
+        assert!(
+            without.contains("-quickjs-nowasm-") || cfg!(feature = "v8"),
+            "{without}"
+        );
+        assert_eq!(
+            with,
+            fingerprint_of(false),
+            "the same engine, the same fingerprint"
+        );
+    }
+
+    #[test]
     fn the_snapshot_is_due_at_the_lowest_priority_then_once_at_normal_priority() {
         let due: Vec<_> = (1..=BUILDS_BEFORE_SNAPSHOT_AT_NORMAL_PRIORITY + 2)
             .map(snapshot_due)
@@ -468,7 +512,11 @@ mod tests {
             globals: shape(globalThis),
             proto: shape(Object.getPrototypeOf(globalThis)),
             intrinsics: ["Object", "Array", "Promise", "JSON", "Math", "console", "ToolError", "Error",
-                         "Function", "String", "Map", "URL", "TextEncoder"].map(intrinsic),
+                         "Function", "String", "Map", "URL", "TextEncoder", "Date", "Intl"].map(intrinsic),
+            dates: [
+                new Date(Date.UTC(2024, 2, 5, 14, 7)).toLocaleString("en-US", { timeZone: "UTC", month: "long", day: "numeric" }),
+                new Intl.DateTimeFormat("en-US", { timeZone: "Asia/Kolkata", timeStyle: "short" }).format(0),
+            ],
             tools: [typeof tools, Object.isFrozen(tools)],
             timer,
             error,
@@ -677,6 +725,11 @@ mod tests {
         let (restored_report, restored_outcome) = observed(Some(snapshot), PROBE);
         assert!(glue_outcome.contains(r#""status":"ok""#), "{glue_outcome}");
         assert!(glue_outcome.contains("fired"), "{glue_outcome}");
+        // Date's toLocale*String are set on every isolate (a restored one gets the engine's back).
+        assert!(
+            glue_outcome.contains(r#""dates":["March 5","5:30 AM"]"#),
+            "{glue_outcome}"
+        );
         assert_eq!(glue_report, restored_report);
         assert_eq!(glue_outcome, restored_outcome);
         let (_, glue_failure) = observed(None, UNHANDLED);

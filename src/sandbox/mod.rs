@@ -249,6 +249,7 @@ impl Sandbox {
                     address_space_bytes: process.address_space_bytes,
                     probe: false,
                     snapshot: None,
+                    webassembly_left_out: false,
                 };
                 Backend::Processes(process::ProcessPool::start(
                     config.workers.max(1),

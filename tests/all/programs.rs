@@ -154,3 +154,73 @@ async fn invalid_url_throws_type_error() {
         run("try { new URL('not a url'); } catch (e) { return e.name + ': ' + e.message; }").await;
     assert_eq!(value(&outcome), json!("TypeError: Invalid URL: not a url"));
 }
+
+/// `Intl.DateTimeFormat` threw "not a function" (the engine's stub read a global the bootstrap
+/// removes) and Date's `toLocale*String` ignored their options. Checked on isolates built both
+/// ways: the first builds run the whole glue, later ones are restored from the snapshot.
+#[tokio::test]
+async fn dates_format_in_english_in_any_time_zone() {
+    let source = r#"
+        const d = new Date(Date.UTC(2024, 2, 5, 14, 7, 9, 45));
+        const f = (o) => new Intl.DateTimeFormat("en-US", o).format(d);
+        return [
+            f({ timeZone: "UTC" }),
+            f({ timeZone: "UTC", year: "numeric", month: "long", day: "numeric" }),
+            f({ timeZone: "America/New_York", dateStyle: "full", timeStyle: "long" }),
+            f({ timeZone: "Asia/Kolkata", dateStyle: "medium", timeStyle: "short" }),
+            f({ timeZone: "UTC", dateStyle: "short" }),
+            d.toLocaleTimeString("en-US", { timeZone: "Europe/Paris", hour12: false }),
+            d.toLocaleString("en-US", { timeZone: "UTC" }),
+            d.toLocaleDateString("de-DE", { timeZone: "UTC", weekday: "short", month: "short", day: "numeric" }),
+            d.toLocaleDateString("en-US", { timeZone: "UTC", month: "long", year: "numeric" }),
+            new Intl.DateTimeFormat("en-US", { timeZone: "UTC", hour: "2-digit", minute: "2-digit" })
+                .formatToParts(d).map((p) => `${p.type}=${p.value}`).join("|"),
+            [d].map(new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }).format)[0],
+            new Intl.DateTimeFormat("en", { timeZone: "europe/berlin" }).resolvedOptions().timeZone,
+            new Date(NaN).toLocaleString(),
+        ];
+    "#;
+    let expected = json!([
+        "3/5/2024",
+        "March 5, 2024",
+        "Tuesday, March 5, 2024 at 9:07:09 AM GMT-5",
+        "Mar 5, 2024, 7:37 PM",
+        "3/5/24",
+        "15:07:09",
+        "3/5/2024, 2:07:09 PM",
+        "Tue, Mar 5",
+        "March 2024",
+        "hour=02|literal=:|minute=07|literal= |dayPeriod=PM",
+        "3/5/2024",
+        "Europe/Berlin",
+        "Invalid Date",
+    ]);
+    for _ in 0..6 {
+        assert_eq!(value(&run(source).await), expected);
+    }
+}
+
+#[tokio::test]
+async fn bad_date_format_options_are_refused_with_what_was_wrong() {
+    let source = r#"
+        const refusal = (o) => {
+            try { new Intl.DateTimeFormat("en-US", o); return "accepted"; }
+            catch (e) { return `${e.name}: ${e.message}`; }
+        };
+        return [
+            refusal({ timeZone: "Mars/Olympus" }),
+            refusal({ month: "longest" }),
+            refusal({ dateStyle: "long", year: "numeric" }),
+            (() => { try { new Intl.DateTimeFormat().format(NaN); } catch (e) { return `${e.name}: ${e.message}`; } })(),
+        ];
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!([
+            "RangeError: Invalid time zone specified: Mars/Olympus",
+            "RangeError: Value longest out of range for Intl.DateTimeFormat options property month",
+            "TypeError: Can't set option year when dateStyle or timeStyle is used",
+            "RangeError: Invalid time value",
+        ])
+    );
+}

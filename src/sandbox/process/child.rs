@@ -62,6 +62,10 @@ pub fn serve_worker() -> i32 {
         Ok(ToWorker::Hello(setup)) => setup,
         _ => return EXIT_PROTOCOL,
     };
+    if setup.webassembly_left_out {
+        // SAFETY: still before the worker starts any thread (the engine reads it per isolate).
+        unsafe { std::env::set_var(crate::sandbox::engine::NO_WEBASSEMBLY_ENV, "1") };
+    }
     let mut snapshot_from_host = false;
     if let Some(fingerprint) = &setup.snapshot {
         let Ok(bytes) = frame::read_raw_blocking(&mut input) else {

@@ -72,6 +72,11 @@ pub(crate) struct WorkerSetup {
     /// the same (the same build), and makes its own otherwise.
     #[serde(default)]
     pub snapshot: Option<String>,
+    /// The host's isolates are made without `WebAssembly`
+    /// ([`NO_WEBASSEMBLY_ENV`](crate::sandbox::engine::NO_WEBASSEMBLY_ENV)): the worker's must
+    /// be too, or the host's snapshot would not fit them.
+    #[serde(default)]
+    pub webassembly_left_out: bool,
 }
 
 /// Worker to host.

@@ -395,6 +395,7 @@ impl WorkerProcess {
         // The host's startup snapshot follows the hello, so the worker need not make one.
         let hello = WorkerSetup {
             snapshot: snapshot.map(|_| engine::snapshot_fingerprint()),
+            webassembly_left_out: engine::webassembly_left_out(),
             ..setup.clone()
         };
         worker.send(&ToWorker::Hello(hello));
@@ -699,6 +700,7 @@ pub async fn probe_worker(
         address_space_bytes: config.address_space_bytes,
         probe: true,
         snapshot: None,
+        webassembly_left_out: false,
     };
     // Making the snapshot runs the engine, which needs a thread with a few MiB of stack.
     let snapshot = tokio::task::spawn_blocking(|| {
