@@ -62,7 +62,7 @@
   if (typeof globalThis.__v8xTemporalTimeZone === "function") {
     internal.intlHost.zone = globalThis.__v8xTemporalTimeZone;
   }
-  internal.installLocaleDates();
+  internal.installLocaleFormats();
   // Temporal's hook on Date goes with Temporal (an isolate the whole glue builds has it; one
   // restored from the snapshot does not).
   ReflectDeleteProperty(Date.prototype, "toTemporalInstant");

@@ -36,6 +36,16 @@ const GLUE: &[(&str, &str)] = &[
         "codemode:glue/05_web.js",
         include_str!("../../runtime-js/05_web.js"),
     ),
+    // The implementation of `Intl`'s formatters, kept as text until a run first formats
+    // (05_intl.js); intl.js holds no backtick and no `${` (checked by a test).
+    (
+        "codemode:glue/05_intl_source.js",
+        concat!(
+            "globalThis.__codemodeInternal.intlSource = String.raw`",
+            include_str!("../../runtime-js/intl.js"),
+            "`;"
+        ),
+    ),
     (
         "codemode:glue/05_intl.js",
         include_str!("../../runtime-js/05_intl.js"),
@@ -452,6 +462,17 @@ mod tests {
     use crate::sandbox::watchdog::Watchdog;
 
     #[test]
+    fn the_intl_implementation_fits_in_a_raw_template() {
+        // It travels as `String.raw` text: a backtick would end it, a `${` would splice.
+        let source = include_str!("../../runtime-js/intl.js");
+        assert!(!source.contains('`'), "runtime-js/intl.js holds a backtick");
+        assert!(
+            !source.contains("${"),
+            "runtime-js/intl.js holds a dollar-brace"
+        );
+    }
+
+    #[test]
     fn a_snapshot_with_webassembly_and_one_without_have_different_fingerprints() {
         // A worker adopts its host's snapshot only on equal fingerprints: one made with
         // `WebAssembly` in its contexts must never reach an engine that leaves it out.
@@ -512,10 +533,13 @@ mod tests {
             globals: shape(globalThis),
             proto: shape(Object.getPrototypeOf(globalThis)),
             intrinsics: ["Object", "Array", "Promise", "JSON", "Math", "console", "ToolError", "Error",
-                         "Function", "String", "Map", "URL", "TextEncoder", "Date", "Intl"].map(intrinsic),
+                         "Function", "String", "Map", "URL", "TextEncoder", "Date", "Intl", "Number",
+                         "BigInt"].map(intrinsic),
             dates: [
                 new Date(Date.UTC(2024, 2, 5, 14, 7)).toLocaleString("en-US", { timeZone: "UTC", month: "long", day: "numeric" }),
                 new Intl.DateTimeFormat("en-US", { timeZone: "Asia/Kolkata", timeStyle: "short" }).format(0),
+                (1234.5).toLocaleString(),
+                (12345n).toLocaleString(),
             ],
             tools: [typeof tools, Object.isFrozen(tools)],
             timer,
@@ -725,9 +749,10 @@ mod tests {
         let (restored_report, restored_outcome) = observed(Some(snapshot), PROBE);
         assert!(glue_outcome.contains(r#""status":"ok""#), "{glue_outcome}");
         assert!(glue_outcome.contains("fired"), "{glue_outcome}");
-        // Date's toLocale*String are set on every isolate (a restored one gets the engine's back).
+        // Date's, Number's and BigInt's toLocale*String are set on every isolate (a restored one
+        // gets the engine's back).
         assert!(
-            glue_outcome.contains(r#""dates":["March 5","5:30 AM"]"#),
+            glue_outcome.contains(r#""dates":["March 5","5:30 AM","1,234.5","12,345"]"#),
             "{glue_outcome}"
         );
         assert_eq!(glue_report, restored_report);

@@ -224,3 +224,85 @@ async fn bad_date_format_options_are_refused_with_what_was_wrong() {
         ])
     );
 }
+
+/// The engine's `Intl` stub wrote numbers as `String(n)` and said "other" for every plural; these
+/// are the outputs V8 gives in en-US.
+#[tokio::test]
+async fn numbers_plurals_and_relative_times_format_in_english() {
+    let source = r#"
+        const nf = (o, x) => new Intl.NumberFormat("en-US", o).format(x);
+        const rtf = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+        return [
+            (1234567.891).toLocaleString(),
+            nf({ maximumFractionDigits: 2 }, 1.005),
+            nf({ style: "percent", maximumFractionDigits: 1 }, 0.2567),
+            nf({ style: "currency", currency: "USD" }, 1234.5),
+            nf({ style: "currency", currency: "EUR", currencySign: "accounting" }, -9.999),
+            nf({ style: "currency", currency: "JPY" }, 1234.5),
+            nf({ notation: "compact" }, 1234),
+            nf({ notation: "compact" }, 999999),
+            nf({ notation: "compact", compactDisplay: "long" }, 2500000),
+            nf({ notation: "scientific" }, 123456),
+            nf({ maximumSignificantDigits: 3 }, 123456),
+            nf({ minimumIntegerDigits: 3, minimumFractionDigits: 1 }, 7),
+            nf({ signDisplay: "exceptZero" }, -0),
+            (12345678901234567890n).toLocaleString(),
+            [1, 2.5].map(new Intl.NumberFormat("en-US", { minimumFractionDigits: 1 }).format),
+            new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" })
+                .formatToParts(-1234.5).map((p) => `${p.type}=${p.value}`).join("|"),
+            [0, 1, 2].map((n) => new Intl.PluralRules("en-US").select(n)),
+            [1, 2, 3, 4, 11, 22].map((n) => new Intl.PluralRules("en-US", { type: "ordinal" }).select(n)),
+            [rtf.format(-1, "day"), rtf.format(3, "hours"), rtf.format(-2, "week"), rtf.format(0, "second")],
+            new Intl.RelativeTimeFormat("en", { style: "short" }).format(-5, "minute"),
+        ];
+    "#;
+    let expected = json!([
+        "1,234,567.891",
+        "1.01",
+        "25.7%",
+        "$1,234.50",
+        "(€10.00)",
+        "¥1,235",
+        "1.2K",
+        "1M",
+        "2.5 million",
+        "1.235E5",
+        "123,000",
+        "007.0",
+        "0",
+        "12,345,678,901,234,567,890",
+        ["1.0", "2.5"],
+        "minusSign=-|currency=$|integer=1|group=,|integer=234|decimal=.|fraction=50",
+        ["other", "one", "other"],
+        ["one", "two", "few", "other", "other", "two"],
+        ["yesterday", "in 3 hours", "2 weeks ago", "now"],
+        "5 min. ago",
+    ]);
+    for _ in 0..6 {
+        assert_eq!(value(&run(source).await), expected);
+    }
+}
+
+#[tokio::test]
+async fn bad_number_format_options_are_refused_with_what_was_wrong() {
+    let source = r#"
+        const refusal = (make) => { try { make(); return "accepted"; } catch (e) { return `${e.name}: ${e.message}`; } };
+        return [
+            refusal(() => new Intl.NumberFormat("en-US", { style: "currency" })),
+            refusal(() => new Intl.NumberFormat("en-US", { style: "unit", unit: "meter" })),
+            refusal(() => new Intl.NumberFormat("en-US", { maximumFractionDigits: 200 })),
+            refusal(() => new Intl.NumberFormat("en-US", { notation: "tiny" })),
+            refusal(() => new Intl.RelativeTimeFormat("en").format(1, "fortnight")),
+        ];
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!([
+            "TypeError: Currency code is required with currency style.",
+            "RangeError: Intl.NumberFormat: style \"unit\" is not supported by this engine",
+            "RangeError: maximumFractionDigits value is out of range (0 to 100)",
+            "RangeError: Value tiny out of range for Intl.NumberFormat options property notation",
+            "RangeError: Invalid unit argument for format() 'fortnight'",
+        ])
+    );
+}
