@@ -30,9 +30,10 @@
 
   const Intl = globalThis.Intl;
   const settle = (name, value) =>
-    ObjectDefineProperty(Intl, name, { value, writable: true, configurable: true });
+    ObjectDefineProperty(Intl, name, { __proto__: null, value, writable: true, configurable: true });
   for (const name of ["DateTimeFormat", "NumberFormat", "PluralRules", "RelativeTimeFormat"]) {
     ObjectDefineProperty(Intl, name, {
+      __proto__: null,
       get() {
         const value = load()[name];
         settle(name, value);
@@ -66,7 +67,7 @@
   // Number and BigInt prototypes back from the snapshot, so these cannot be set here once.
   internal.installLocaleFormats = () => {
     const set = (proto, name, value) =>
-      ObjectDefineProperty(proto, name, { value, writable: true, configurable: true });
+      ObjectDefineProperty(proto, name, { __proto__: null, value, writable: true, configurable: true });
     set(Date.prototype, "toLocaleString", toLocaleString);
     set(Date.prototype, "toLocaleDateString", toLocaleDateString);
     set(Date.prototype, "toLocaleTimeString", toLocaleTimeString);

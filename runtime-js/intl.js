@@ -27,7 +27,11 @@
     Date,
     DatePrototypeGetTime,
     ObjectDefineProperty,
+    ObjectKeys,
     String,
+    WeakMap,
+    WeakMapPrototypeGet,
+    WeakMapPrototypeSet,
   } = internal.primordials;
   // The facade's time-zone function, set per isolate by the bootstrap (05_intl.js).
   const host = internal.intlHost;
@@ -214,7 +218,7 @@
     const bc = t.year <= 0;
     const yearValue = bc ? 1 - t.year : t.year;
     const year = r.year === "2-digit" ? pad(yearValue % 100, 2) : yearValue;
-    const era = r.era !== undefined || (bc && r.year !== undefined) ? (bc ? "BC" : "AD") : undefined;
+    const era = r.era !== undefined ? (bc ? "BC" : "AD") : undefined;
     const textMonth = r.month === "long" || r.month === "short" || r.month === "narrow";
     const hasDate = r.weekday !== undefined || r.year !== undefined || r.month !== undefined || r.day !== undefined;
     if (r.weekday !== undefined) {
@@ -250,8 +254,12 @@
       r.fractionalSecondDigits !== undefined;
     if (hasTime) {
       if (parts.length > 0) {
-        const long = f.dateStyle === "full" || f.dateStyle === "long";
-        push(parts, "literal", long && f.timeStyle !== undefined ? " at " : ", ");
+        // ICU's en joins: " at " after a date with its month in words (dateStyle full or long),
+        // a plain space after a weekday alone, else a comma.
+        const long = f.dateStyle !== undefined ? f.dateStyle === "full" || f.dateStyle === "long"
+          : r.month === "long";
+        const weekdayAlone = r.year === undefined && r.month === undefined && r.day === undefined && era === undefined;
+        push(parts, "literal", long ? " at " : weekdayAlone ? " " : ", ");
       }
       let first = true;
       const sep = () => {
@@ -269,7 +277,7 @@
         sep();
         push(parts, "minute", r.hour !== undefined || r.minute === "2-digit" ? pad(t.minute, 2) : t.minute);
       }
-      if (r.second !== undefined) {
+      if (r.second !== undefined || (r.fractionalSecondDigits !== undefined && r.minute !== undefined)) {
         sep();
         push(parts, "second", r.minute !== undefined || r.second === "2-digit" ? pad(t.second, 2) : t.second);
       }
@@ -283,7 +291,7 @@
       }
     }
     if (r.timeZoneName !== undefined) {
-      if (parts.length > 0) push(parts, "literal", " ");
+      if (parts.length > 0) push(parts, "literal", hasTime ? " " : ", ");
       push(parts, "timeZoneName", zoneName(r.timeZoneName, f.zone, t.offsetMinutes));
     }
     return parts;
@@ -301,18 +309,23 @@
     return ArrayPrototypeJoin(values, "");
   };
 
-  // A formatter keeps its resolved options in a slot; its methods refuse any other receiver, as
-  // the built-ins do.
+  // A formatter's resolved options live in a WeakMap of its own, out of the program's reach (a
+  // symbol-keyed property could be listed, rewritten or forged); its methods refuse any other
+  // receiver, as the built-ins do.
   function slotOf(kind) {
-    const slot = Symbol(kind);
+    const records = new WeakMap();
+    const attach = (self, resolved) => {
+      WeakMapPrototypeSet(records, self, resolved);
+      return self;
+    };
     const read = (self) => {
-      const resolved = self !== null && typeof self === "object" ? self[slot] : undefined;
+      const resolved = self !== null && typeof self === "object" ? WeakMapPrototypeGet(records, self) : undefined;
       if (resolved === undefined) {
         throw new TypeError("Method called on an object that is not an Intl." + kind);
       }
       return resolved;
     };
-    return { slot, read };
+    return { attach, read };
   }
 
   function supportedLocalesOf(locales) {
@@ -324,21 +337,20 @@
   // "xs.map(f.format)" works), its methods, its tag; and "supportedLocalesOf".
   function definePrototype(ctor, kind, format, methods) {
     const proto = ctor.prototype;
-    if (format !== undefined) ObjectDefineProperty(proto, "format", { configurable: true, get: format });
-    const names = Object.keys(methods);
+    if (format !== undefined) ObjectDefineProperty(proto, "format", { __proto__: null, configurable: true, get: format });
+    const names = ObjectKeys(methods);
     for (let i = 0; i < names.length; i++) {
-      ObjectDefineProperty(proto, names[i], { value: methods[names[i]], writable: true, configurable: true });
+      ObjectDefineProperty(proto, names[i], { __proto__: null, value: methods[names[i]], writable: true, configurable: true });
     }
-    ObjectDefineProperty(proto, Symbol.toStringTag, { value: "Intl." + kind, configurable: true });
-    ObjectDefineProperty(ctor, "supportedLocalesOf", { value: supportedLocalesOf, writable: true, configurable: true });
+    ObjectDefineProperty(proto, Symbol.toStringTag, { __proto__: null, value: "Intl." + kind, configurable: true });
+    ObjectDefineProperty(ctor, "supportedLocalesOf", { __proto__: null, value: supportedLocalesOf, writable: true, configurable: true });
   }
 
-  const { slot: SLOT, read: resolvedOf } = slotOf("DateTimeFormat");
+  const { attach: attachDate, read: resolvedOf } = slotOf("DateTimeFormat");
 
   function DateTimeFormat(locales, options) {
     const self = new.target === undefined ? Object.create(DateTimeFormat.prototype) : this;
-    ObjectDefineProperty(self, SLOT, { value: resolve(locales, options, "any", "date") });
-    return self;
+    return attachDate(self, resolve(locales, options, "any", "date"));
   }
   definePrototype(DateTimeFormat, "DateTimeFormat", function format() {
     const f = resolvedOf(this);
@@ -390,8 +402,13 @@
     if (!(date instanceof Date)) throw new TypeError("Date.prototype." + name + " called on a non-Date");
     const ms = DatePrototypeGetTime(date);
     if (ms !== ms) return "Invalid Date";
-    return joined(partsOf(resolve(locales, options, required, defaults), ms));
+    // Without locales and options (the usual call), the options are resolved once per method.
+    const resolved = locales === undefined && options === undefined
+      ? (defaultDates[name] ??= resolve(undefined, undefined, required, defaults))
+      : resolve(locales, options, required, defaults);
+    return joined(partsOf(resolved, ms));
   }
+  const defaultDates = { __proto__: null };
 
   // ---- Intl.NumberFormat and Number.prototype.toLocaleString (en-US) ----
 
@@ -494,11 +511,19 @@
     return r;
   }
 
+  // "digits" without its trailing zeros, "0" when nothing is left. A loop: /0+$/ backtracks over
+  // every run of zeros, seconds for a BigInt of 100,000 digits.
+  function trimZeros(digits) {
+    let end = digits.length;
+    while (end > 0 && digits.charCodeAt(end - 1) === 48) end--;
+    return end === 0 ? "0" : digits.slice(0, end);
+  }
+
   // |x| as decimal digits: "digits" (no leading zeros) times 10^(exp - digits.length + 1).
   function decimalOf(x) {
     if (typeof x === "bigint") {
       const s = String(x < 0n ? -x : x);
-      const digits = s.replace(/0+$/, "") || "0";
+      const digits = trimZeros(s);
       return { digits, exp: s.length - 1 };
     }
     if (x === 0) return { digits: "0", exp: 0 };
@@ -524,8 +549,8 @@
         kept = kept.slice(0, i) + String.fromCharCode(kept.charCodeAt(i) + 1);
       }
     }
-    kept = kept.replace(/0+$/, "");
-    return kept === "" ? { digits: "0", exp: 0 } : { digits: kept, exp };
+    kept = trimZeros(kept);
+    return kept === "0" ? { digits: "0", exp: 0 } : { digits: kept, exp };
   }
 
   const isZero = (d) => d.digits === "0";
@@ -574,12 +599,9 @@
     if (mode === false || integer.length <= 3) return [integer];
     if (mode === "min2" && integer.length <= 4) return [integer];
     const groups = [];
-    let end = integer.length;
-    while (end > 3) {
-      groups.unshift(integer.slice(end - 3, end));
-      end -= 3;
-    }
-    groups.unshift(integer.slice(0, end));
+    const first = integer.length % 3 || 3;
+    ArrayPrototypePush(groups, integer.slice(0, first));
+    for (let at = first; at < integer.length; at += 3) ArrayPrototypePush(groups, integer.slice(at, at + 3));
     return groups;
   }
 
@@ -600,14 +622,17 @@
       }
       let scaled = d;
       if (r.notation === "compact" && !isZero(d)) {
+        // Round at the precision the number will be shown with, which may carry it into the
+        // next unit (999.95 → 1K, 999,999 → 1M); numbers under 1,000 take no unit.
+        const roundAt = (v) => (rule === "compact" ? roundDigits(v, v.exp >= 1 ? v.exp + 1 : 2)
+          : r.maximumSignificantDigits !== undefined ? roundDigits(v, r.maximumSignificantDigits)
+          : roundDigits(v, v.exp + 1 + r.maximumFractionDigits));
         let magnitude = d.exp;
-        // Round first at the compact precision, which may carry into the next unit (999.9K → 1M).
         for (let pass = 0; pass < 2; pass++) {
-          const unit = Math.min(Math.floor(magnitude / 3), COMPACT.length);
+          const unit = Math.max(0, Math.min(Math.floor(magnitude / 3), COMPACT.length));
           const shift = unit * 3;
-          scaled = { digits: d.digits, exp: d.exp - shift };
-          if (rule === "compact") scaled = roundDigits(scaled, scaled.exp >= 1 ? scaled.exp + 1 : 2);
-          if (scaled.exp + shift > magnitude && Math.floor((scaled.exp + shift) / 3) !== unit && unit < COMPACT.length) {
+          scaled = roundAt({ digits: d.digits, exp: d.exp - shift });
+          if (!isZero(scaled) && scaled.exp + shift >= (unit + 1) * 3 && unit < COMPACT.length && pass === 0) {
             magnitude = scaled.exp + shift;
             continue;
           }
@@ -675,7 +700,9 @@
       } else {
         const written = symbol === undefined ? code : symbol;
         ArrayPrototypePush(parts, { type: "currency", value: written });
-        if (/[A-Za-z]$/.test(written)) ArrayPrototypePush(parts, { type: "literal", value: "\u00a0" });
+        if (/[A-Za-z]$/.test(written) && d !== undefined) {
+          ArrayPrototypePush(parts, { type: "literal", value: "\u00a0" });
+        }
         for (let i = 0; i < body.length; i++) ArrayPrototypePush(parts, body[i]);
       }
     } else {
@@ -691,12 +718,11 @@
     return Number(value);
   }
 
-  const { slot: NUMBER_SLOT, read: numberResolvedOf } = slotOf("NumberFormat");
+  const { attach: attachNumber, read: numberResolvedOf } = slotOf("NumberFormat");
 
   function NumberFormat(locales, options) {
     const self = new.target === undefined ? Object.create(NumberFormat.prototype) : this;
-    ObjectDefineProperty(self, NUMBER_SLOT, { value: resolveNumber(locales, options) });
-    return self;
+    return attachNumber(self, resolveNumber(locales, options));
   }
   definePrototype(NumberFormat, "NumberFormat", function format() {
     const r = numberResolvedOf(this);
@@ -737,7 +763,7 @@
 
   // ---- Intl.PluralRules and Intl.RelativeTimeFormat (English rules) ----
 
-  const { slot: PLURAL_SLOT, read: pluralOf } = slotOf("PluralRules");
+  const { attach: attachPlural, read: pluralOf } = slotOf("PluralRules");
   function PluralRules(locales, options) {
     if (new.target === undefined) throw new TypeError("Constructor Intl.PluralRules requires 'new'");
     const o = options === undefined ? { __proto__: null } : Object(options);
@@ -747,7 +773,7 @@
     }
     // The digits a number is shown with decide ("1.0 items"), as NumberFormat would show it.
     const digits = resolveNumber(locales, o);
-    ObjectDefineProperty(this, PLURAL_SLOT, { value: { type, digits } });
+    attachPlural(this, { type, digits });
   }
   function englishPlural(r, n) {
     if (!Number.isFinite(n)) return "other";
@@ -765,6 +791,7 @@
   }
   definePrototype(PluralRules, "PluralRules", undefined, {
     select(value) {
+      if (typeof value === "bigint") throw new TypeError("Cannot convert a BigInt value to a number");
       return englishPlural(pluralOf(this), Number(value));
     },
     resolvedOptions() {
@@ -780,20 +807,27 @@
     },
   });
 
+  // Each unit's words: long, short (one, more), narrow (written against the number).
   const UNITS = {
     __proto__: null,
-    year: ["year", "yr."], quarter: ["quarter", "qtr."], month: ["month", "mo."], week: ["week", "wk."],
-    day: ["day", "day"], hour: ["hour", "hr."], minute: ["minute", "min."], second: ["second", "sec."],
+    year: ["year", "yr.", "yr.", "y"], quarter: ["quarter", "qtr.", "qtrs.", "q"],
+    month: ["month", "mo.", "mo.", "mo"], week: ["week", "wk.", "wk.", "w"],
+    day: ["day", "day", "days", "d"], hour: ["hour", "hr.", "hr.", "h"],
+    minute: ["minute", "min.", "min.", "m"], second: ["second", "sec.", "sec.", "s"],
   };
-  const SHORT_PLURAL = { __proto__: null, "qtr.": "qtrs.", day: "days" };
+  // numeric "auto": the words for -1, 0 and 1, long and otherwise.
   const NEAR = {
     __proto__: null,
-    year: ["last year", "this year", "next year"], quarter: ["last quarter", "this quarter", "next quarter"],
-    month: ["last month", "this month", "next month"], week: ["last week", "this week", "next week"],
-    day: ["yesterday", "today", "tomorrow"], hour: [undefined, "this hour", undefined],
-    minute: [undefined, "this minute", undefined], second: [undefined, "now", undefined],
+    year: [["last year", "this year", "next year"], ["last yr.", "this yr.", "next yr."]],
+    quarter: [["last quarter", "this quarter", "next quarter"], ["last qtr.", "this qtr.", "next qtr."]],
+    month: [["last month", "this month", "next month"], ["last mo.", "this mo.", "next mo."]],
+    week: [["last week", "this week", "next week"], ["last wk.", "this wk.", "next wk."]],
+    day: [["yesterday", "today", "tomorrow"], ["yesterday", "today", "tomorrow"]],
+    hour: [[undefined, "this hour", undefined], [undefined, "this hour", undefined]],
+    minute: [[undefined, "this minute", undefined], [undefined, "this minute", undefined]],
+    second: [[undefined, "now", undefined], [undefined, "now", undefined]],
   };
-  const { slot: RELATIVE_SLOT, read: relativeOf } = slotOf("RelativeTimeFormat");
+  const { attach: attachRelative, read: relativeOf } = slotOf("RelativeTimeFormat");
   function RelativeTimeFormat(locales, options) {
     if (new.target === undefined) throw new TypeError("Constructor Intl.RelativeTimeFormat requires 'new'");
     if (locales !== undefined && typeof locales !== "string" && !ArrayIsArray(locales)) {
@@ -808,28 +842,31 @@
     if (numeric !== "always" && numeric !== "auto") {
       throw new RangeError("Value " + numeric + " out of range for Intl.RelativeTimeFormat options property numeric");
     }
-    ObjectDefineProperty(this, RELATIVE_SLOT, { value: { style, numeric, number: resolveNumber(undefined, undefined) } });
+    attachRelative(this, { style, numeric, number: resolveNumber(undefined, undefined) });
   }
   function relativeParts(r, value, unit) {
+    if (typeof value === "bigint") throw new TypeError("Cannot convert a BigInt value to a number");
     const n = Number(value);
     if (!Number.isFinite(n)) throw new RangeError("Intl.RelativeTimeFormat: the value must be a finite number");
     const name = String(unit).replace(/s$/, "");
     const forms = UNITS[name];
     if (forms === undefined) throw new RangeError("Invalid unit argument for format() '" + String(unit) + "'");
-    if (r.numeric === "auto" && (n === -1 || n === 0 || n === 1) && NEAR[name][n + 1] !== undefined) {
-      return [{ type: "literal", value: NEAR[name][n + 1] }];
+    const near = NEAR[name][r.style === "long" ? 0 : 1];
+    if (r.numeric === "auto" && (n === -1 || n === 0 || n === 1) && near[n + 1] !== undefined) {
+      return [{ type: "literal", value: near[n + 1] }];
     }
     const past = n < 0 || Object.is(n, -0);
     const number = numberParts(r.number, Math.abs(n));
     const one = joined(number) === "1";
-    let word = r.style === "long" ? forms[0] : forms[1];
-    if (!one) word = r.style === "long" ? word + "s" : SHORT_PLURAL[word] || word;
+    const word = r.style === "long" ? (one ? forms[0] : forms[0] + "s")
+      : r.style === "short" ? " " + (one ? forms[1] : forms[2]) : forms[3];
+    const unitText = r.style === "long" ? " " + word : word;
     const parts = [];
     if (!past) ArrayPrototypePush(parts, { type: "literal", value: "in " });
     for (let i = 0; i < number.length; i++) {
       ArrayPrototypePush(parts, { type: number[i].type, value: number[i].value, unit: name });
     }
-    ArrayPrototypePush(parts, { type: "literal", value: past ? " " + word + " ago" : " " + word });
+    ArrayPrototypePush(parts, { type: "literal", value: past ? unitText + " ago" : unitText });
     return parts;
   }
   definePrototype(RelativeTimeFormat, "RelativeTimeFormat", undefined, {
@@ -845,6 +882,8 @@
     },
   });
 
+  const DEFAULT_NUMBER = resolveNumber(undefined, undefined);
+
   return {
     __proto__: null,
     DateTimeFormat,
@@ -853,6 +892,9 @@
     RelativeTimeFormat,
     dateToLocale,
     // Number.prototype's and BigInt.prototype's toLocaleString, on the unwrapped value.
-    numberToLocale: (value, locales, options) => joined(numberParts(resolveNumber(locales, options), value)),
+    numberToLocale: (value, locales, options) => joined(numberParts(
+      locales === undefined && options === undefined ? DEFAULT_NUMBER : resolveNumber(locales, options),
+      value,
+    )),
   };
 })

@@ -178,6 +178,11 @@ async fn dates_format_in_english_in_any_time_zone() {
             [d].map(new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }).format)[0],
             new Intl.DateTimeFormat("en", { timeZone: "europe/berlin" }).resolvedOptions().timeZone,
             new Date(NaN).toLocaleString(),
+            f({ timeZone: "UTC", weekday: "long", hour: "numeric" }),
+            f({ timeZone: "UTC", month: "long", year: "numeric", hour: "numeric" }),
+            f({ timeZone: "UTC", timeZoneName: "short" }),
+            f({ timeZone: "UTC", hour: "numeric", minute: "numeric", fractionalSecondDigits: 2 }),
+            new Date(Date.UTC(-500, 5, 15)).toLocaleDateString("en-US", { timeZone: "UTC" }),
         ];
     "#;
     let expected = json!([
@@ -194,6 +199,11 @@ async fn dates_format_in_english_in_any_time_zone() {
         "3/5/2024",
         "Europe/Berlin",
         "Invalid Date",
+        "Tuesday 2 PM",
+        "March 2024 at 2 PM",
+        "3/5/2024, UTC",
+        "2:07:09.04 PM",
+        "6/15/501",
     ]);
     for _ in 0..6 {
         assert_eq!(value(&run(source).await), expected);
@@ -254,6 +264,10 @@ async fn numbers_plurals_and_relative_times_format_in_english() {
             [1, 2, 3, 4, 11, 22].map((n) => new Intl.PluralRules("en-US", { type: "ordinal" }).select(n)),
             [rtf.format(-1, "day"), rtf.format(3, "hours"), rtf.format(-2, "week"), rtf.format(0, "second")],
             new Intl.RelativeTimeFormat("en", { style: "short" }).format(-5, "minute"),
+            [nf({ notation: "compact" }, 0.1), nf({ notation: "compact", maximumFractionDigits: 2 }, 999999)],
+            [nf({ style: "currency", currency: "CHF" }, NaN), nf({ style: "currency", currency: "CHF" }, 12)],
+            [new Intl.RelativeTimeFormat("en", { style: "narrow" }).format(-2, "year"),
+             new Intl.RelativeTimeFormat("en", { style: "short", numeric: "auto" }).format(-1, "year")],
         ];
     "#;
     let expected = json!([
@@ -277,6 +291,9 @@ async fn numbers_plurals_and_relative_times_format_in_english() {
         ["one", "two", "few", "other", "other", "two"],
         ["yesterday", "in 3 hours", "2 weeks ago", "now"],
         "5 min. ago",
+        ["0.1", "1M"],
+        ["CHFNaN", "CHF\u{a0}12.00"],
+        ["2y ago", "last yr."],
     ]);
     for _ in 0..6 {
         assert_eq!(value(&run(source).await), expected);
@@ -304,5 +321,31 @@ async fn bad_number_format_options_are_refused_with_what_was_wrong() {
             "RangeError: Value tiny out of range for Intl.NumberFormat options property notation",
             "RangeError: Invalid unit argument for format() 'fortnight'",
         ])
+    );
+}
+
+/// A formatter's state is out of the program's reach, and what a program does to its own
+/// prototypes or with huge numbers does not break or stall the formatters.
+#[tokio::test]
+async fn formatters_keep_their_state_and_survive_hostile_programs() {
+    let source = r#"
+        const nf = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+        const hidden = Object.getOwnPropertySymbols(nf).length + Reflect.ownKeys(nf).length;
+        let forged;
+        try { Intl.NumberFormat.prototype.formatToParts.call({}, 5); forged = "forged"; }
+        catch (e) { forged = e.name; }
+        // Descriptor keys inherited from Object.prototype before the first use.
+        Object.defineProperty(Object.prototype, "get", { __proto__: null, value: 1, configurable: true });
+        Object.defineProperty(Object.prototype, "value", { __proto__: null, value: 2, configurable: true });
+        const polluted = [nf.format(1234.56), (5).toLocaleString(), new Date(0).toLocaleDateString("en-US", { timeZone: "UTC" })];
+        delete Object.prototype.get;
+        delete Object.prototype.value;
+        // 100,000 digits: a backtracking regex made this take longer than any deadline.
+        const digits = (10n ** 100000n + 1n).toLocaleString().length;
+        return [hidden, forged, polluted, digits];
+    "#;
+    assert_eq!(
+        value(&run(source).await),
+        json!([0, "TypeError", ["1,234.6", "5", "1/1/1970"], 133_334])
     );
 }
