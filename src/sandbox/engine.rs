@@ -93,13 +93,6 @@ pub(crate) struct Engine {
 /// Extra heap granted after the limit is hit, so the isolate can unwind the termination.
 const UNWIND_HEADROOM: usize = 32 * 1024 * 1024;
 
-/// The glue a startup snapshot holds: all of it but the last script, which shapes the global
-/// object (the facade's snapshot writer cannot serialize a global whose deno_core globals were
-/// deleted), sets the unhandled-rejection handler (runtime state a snapshot does not carry) and
-/// reports; it runs on every isolate after the restore.
-const SNAPSHOT_GLUE: &[(&str, &str)] = GLUE.split_at(GLUE.len() - 1).0;
-const SHAPE_GLUE: (&str, &str) = GLUE[GLUE.len() - 1];
-
 /// The process's startup snapshot once made (or adopted from the host), or why there is none.
 /// Set once; a second snapshot made meanwhile (see [`startup_snapshot`]) is dropped.
 static SNAPSHOT: OnceLock<Result<Box<[u8]>, String>> = OnceLock::new();
@@ -294,14 +287,15 @@ pub(crate) fn startup_snapshot() -> Result<&'static [u8], String> {
     }
 }
 
-/// Make a startup snapshot: deno_core's scripts and all of the glue but the last script.
+/// Make a startup snapshot: deno_core's scripts and all of the glue, whose last script defines
+/// the bootstrap each isolate then runs (`bootstrap`).
 fn make_snapshot() -> Result<Box<[u8]>, String> {
     let built = std::panic::catch_unwind(|| {
         let mut runtime = JsRuntimeForSnapshot::new(RuntimeOptions {
             extensions: vec![ops::codemode_sandbox::init()],
             ..RuntimeOptions::default()
         });
-        for (name, source) in SNAPSHOT_GLUE {
+        for (name, source) in GLUE {
             runtime
                 .execute_script(*name, *source)
                 .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
@@ -331,6 +325,53 @@ fn prepare_stack_trace<'s, 'i>(
     deno_core::error::prepare_stack_trace_callback(scope, error, callsites)
 }
 
+/// Runs the glue's bootstrap on an isolate that holds the whole glue (99_bootstrap.js: the global
+/// object shaped, the unhandled-rejection handler set), and takes what it answers: the report as
+/// JSON text, `settleCalls` and `prebuildTools`. A call of the function the snapshot holds
+/// compiled, where running the bootstrap as a script parsed it twice per isolate.
+fn bootstrap(
+    runtime: &mut JsRuntime,
+) -> Result<(String, v8::Global<v8::Function>, v8::Global<v8::Function>), String> {
+    deno_core::scope!(scope, runtime);
+    v8::tc_scope!(let scope, scope);
+    let global = scope.get_current_context().global(scope);
+    let name = v8::String::new(scope, "__codemodeInternal").ok_or("out of engine strings")?;
+    let internal = global
+        .get(scope, name.into())
+        .and_then(|value| v8::Local::<v8::Object>::try_from(value).ok())
+        .ok_or("the sandbox glue did not run")?;
+    let name = v8::String::new(scope, "bootstrap").ok_or("out of engine strings")?;
+    let function = internal
+        .get(scope, name.into())
+        .and_then(|value| v8::Local::<v8::Function>::try_from(value).ok())
+        .ok_or("the sandbox glue has no bootstrap")?;
+    let Some(answer) = function.call(scope, internal.into(), &[]) else {
+        let message = match scope.exception() {
+            Some(exception) => deno_core::error::JsError::from_v8_exception(scope, exception)
+                .exception_message
+                .clone(),
+            None => "it was stopped".to_string(),
+        };
+        return Err(format!("the sandbox bootstrap failed: {message}"));
+    };
+    let parts = v8::Local::<v8::Array>::try_from(answer)
+        .map_err(|_| "the sandbox bootstrap did not answer an array".to_string())?;
+    let report = parts
+        .get_index(scope, 0)
+        .map(|report| report.to_rust_string_lossy(scope))
+        .unwrap_or_default();
+    let function = |index: u32, name: &str| {
+        parts
+            .get_index(scope, index)
+            .and_then(|value| v8::Local::<v8::Function>::try_from(value).ok())
+            .map(|function| v8::Global::new(scope, function))
+            .ok_or_else(|| format!("the sandbox bootstrap did not answer `{name}`"))
+    };
+    let settle = function(1, "settleCalls")?;
+    let prebuild = function(2, "prebuildTools")?;
+    Ok((report, settle, prebuild))
+}
+
 impl Engine {
     /// An isolate restored from the process's startup snapshot when it has one, shaped by the
     /// last glue script; the whole glue runs instead until the snapshot is made (see
@@ -356,41 +397,14 @@ impl Engine {
         runtime
             .v8_isolate()
             .set_prepare_stack_trace_callback(prepare_stack_trace);
-        let scripts = if snapshot.is_some() {
-            std::slice::from_ref(&SHAPE_GLUE)
-        } else {
-            GLUE
-        };
-        let mut completion = None;
-        for (name, source) in scripts {
-            let value = runtime
-                .execute_script(*name, *source)
-                .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
-            completion = Some(value);
+        if snapshot.is_none() {
+            for (name, source) in GLUE {
+                runtime
+                    .execute_script(*name, *source)
+                    .map_err(|e| format!("sandbox glue {name} failed: {e}"))?;
+            }
         }
-        // The bootstrap's completion: `[report as JSON text, settleCalls, prebuildTools]`.
-        let (report_json, settle_calls, prebuild_tools) = {
-            let completion =
-                completion.ok_or_else(|| "the sandbox glue did not run".to_string())?;
-            deno_core::scope!(scope, &mut runtime);
-            let local = v8::Local::new(scope, completion);
-            let parts = v8::Local::<v8::Array>::try_from(local)
-                .map_err(|_| "the sandbox bootstrap did not answer an array".to_string())?;
-            let report = parts
-                .get_index(scope, 0)
-                .map(|report| report.to_rust_string_lossy(scope))
-                .unwrap_or_default();
-            let function = |index: u32, name: &str| {
-                parts
-                    .get_index(scope, index)
-                    .and_then(|value| v8::Local::<v8::Function>::try_from(value).ok())
-                    .map(|function| v8::Global::new(scope, function))
-                    .ok_or_else(|| format!("the sandbox bootstrap did not answer `{name}`"))
-            };
-            let settle = function(1, "settleCalls")?;
-            let prebuild = function(2, "prebuildTools")?;
-            (report, settle, prebuild)
-        };
+        let (report_json, settle_calls, prebuild_tools) = bootstrap(&mut runtime)?;
         let report: BootstrapReport = serde_json::from_str(&report_json)
             .map_err(|e| format!("sandbox bootstrap report unreadable ({e}): {report_json}"))?;
         Ok(Engine {
