@@ -139,17 +139,31 @@ pub(crate) fn webassembly_left_out() -> bool {
     std::env::var_os(NO_WEBASSEMBLY_ENV).is_some()
 }
 
-/// What a startup snapshot is valid for: this crate's version, its engine, its glue, and whether
-/// its contexts have `WebAssembly`. A worker process takes its host's snapshot only when their
+/// What a startup snapshot is valid for: this crate's version, its engine, its glue, its ops, and
+/// whether its contexts have `WebAssembly`. A worker process takes its host's snapshot only when their
 /// fingerprints agree.
 pub(crate) fn snapshot_fingerprint() -> String {
-    fingerprint_of(webassembly_left_out())
+    // It hashes the whole glue (133 KB), and a worker process's host asks for it once per run.
+    static FINGERPRINTS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    let left_out = webassembly_left_out();
+    FINGERPRINTS[usize::from(left_out)]
+        .get_or_init(|| {
+            let extension = ops::codemode_sandbox::init();
+            fingerprint_of(left_out, extension.ops.iter().map(|op| op.name))
+        })
+        .clone()
 }
 
-fn fingerprint_of(webassembly_left_out: bool) -> String {
+/// `op_names` in order: a snapshot's op functions are bound to this build's ops by their place
+/// in that list (isolates restored from it skip binding them again).
+fn fingerprint_of<'a>(
+    webassembly_left_out: bool,
+    op_names: impl Iterator<Item = &'a str>,
+) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (name, source) in GLUE {
-        for byte in name.bytes().chain(source.bytes()) {
+    for (name, source) in GLUE.iter().copied().chain(op_names.map(|name| (name, ""))) {
+        // Each part ends with a 0 byte, which no name or source holds: parts never run together.
+        for byte in name.bytes().chain(source.bytes()).chain([0]) {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
         }
     }
@@ -391,6 +405,10 @@ impl Engine {
             extensions: vec![ops::codemode_sandbox::init()],
             create_params: Some(params),
             startup_snapshot: snapshot,
+            // The snapshot holds every op's function, made by this very build (its fingerprint),
+            // and the glue captured those: binding them all again would cost 1.8M instructions
+            // per isolate for functions no program can reach (`Deno` goes in the bootstrap).
+            skip_op_registration: true,
             module_loader: Some(std::rc::Rc::new(super::no_imports::NoImports)),
             ..RuntimeOptions::default()
         });
@@ -490,8 +508,9 @@ mod tests {
     fn a_snapshot_with_webassembly_and_one_without_have_different_fingerprints() {
         // A worker adopts its host's snapshot only on equal fingerprints: one made with
         // `WebAssembly` in its contexts must never reach an engine that leaves it out.
-        let with = fingerprint_of(false);
-        let without = fingerprint_of(true);
+        let ops = || ["op_a", "op_b"].into_iter();
+        let with = fingerprint_of(false, ops());
+        let without = fingerprint_of(true, ops());
         assert_ne!(with, without);
         assert!(
             without.contains("-quickjs-nowasm-") || cfg!(feature = "v8"),
@@ -499,8 +518,27 @@ mod tests {
         );
         assert_eq!(
             with,
-            fingerprint_of(false),
+            fingerprint_of(false, ops()),
             "the same engine, the same fingerprint"
+        );
+    }
+
+    #[test]
+    fn builds_whose_ops_differ_have_different_fingerprints() {
+        // A restored isolate keeps the snapshot's op functions, bound by their place in the op
+        // list: a worker of another op list must make its own snapshot.
+        let base = fingerprint_of(false, ["op_a", "op_b"].into_iter());
+        for other in [&["op_b", "op_a"][..], &["op_a"], &["op_a", "op_b", "op_c"]] {
+            assert_ne!(
+                base,
+                fingerprint_of(false, other.iter().copied()),
+                "{other:?}"
+            );
+        }
+        assert_eq!(
+            snapshot_fingerprint(),
+            snapshot_fingerprint(),
+            "kept once made"
         );
     }
 
