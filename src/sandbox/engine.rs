@@ -140,8 +140,8 @@ pub(crate) fn webassembly_left_out() -> bool {
 }
 
 /// What a startup snapshot is valid for: this crate's version, its engine, its glue, its ops, and
-/// whether its contexts have `WebAssembly`. A worker process takes its host's snapshot only when their
-/// fingerprints agree.
+/// whether its contexts have `WebAssembly`. A worker process takes its host's snapshot only when
+/// their fingerprints agree.
 pub(crate) fn snapshot_fingerprint() -> String {
     // It hashes the whole glue (133 KB), and a worker process's host asks for it once per run.
     static FINGERPRINTS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
@@ -388,7 +388,7 @@ fn bootstrap(
 
 impl Engine {
     /// An isolate restored from the process's startup snapshot when it has one, shaped by the
-    /// last glue script; the whole glue runs instead until the snapshot is made (see
+    /// glue's bootstrap; the whole glue runs first instead until the snapshot is made (see
     /// [`BUILDS_BEFORE_SNAPSHOT`]), or where none can be.
     pub(crate) fn new(heap_bytes: usize) -> Result<Engine, String> {
         Engine::with_snapshot(heap_bytes, snapshot_for_build())
